@@ -1,0 +1,62 @@
+// Package audio holds the pipeline's common audio currency (Frame, the payload of audio
+// IUs) and the pure-Go audio tools around it: WAV files, resampling and mixing.
+package audio
+
+import (
+	"fmt"
+	"time"
+)
+
+// PipelineRate is the sample rate every module after the sources works at.
+const PipelineRate = 16000
+
+// Frame is a block of PCM audio and the payload of audio IUs. Samples are float32 in
+// [-1, 1], interleaved when Channels > 1. Start is the position of the first sample in its
+// stream, counted in sample frames (one sample per channel) at Rate, so that any module
+// can tell where in the stream a frame lies after resampling.
+//
+// Like every payload, a Frame must not be modified after it was sent.
+type Frame struct {
+	Samples  []float32
+	Rate     int
+	Channels int
+	Start    int64
+}
+
+// Kind implements iu.Payload.
+func (f Frame) Kind() string { return "audio" }
+
+// Summary implements iu.Payload.
+func (f Frame) Summary() string {
+	return fmt.Sprintf("%d Hz x%d @%d +%d", f.Rate, f.Channels, f.Start, f.Len())
+}
+
+// Len returns the number of sample frames (samples per channel).
+func (f Frame) Len() int {
+	if f.Channels <= 0 {
+		return 0
+	}
+	return len(f.Samples) / f.Channels
+}
+
+// End returns the stream position just after the frame.
+func (f Frame) End() int64 { return f.Start + int64(f.Len()) }
+
+// Duration returns how long the frame plays.
+func (f Frame) Duration() time.Duration { return SamplesToDuration(int64(f.Len()), f.Rate) }
+
+// StartTime returns the frame's position in its stream as a duration.
+func (f Frame) StartTime() time.Duration { return SamplesToDuration(f.Start, f.Rate) }
+
+// SamplesToDuration converts a sample count at rate into a duration.
+func SamplesToDuration(n int64, rate int) time.Duration {
+	if rate <= 0 {
+		return 0
+	}
+	return time.Duration(n * int64(time.Second) / int64(rate))
+}
+
+// DurationToSamples converts a duration into a sample count at rate (rounded down).
+func DurationToSamples(d time.Duration, rate int) int64 {
+	return int64(d) * int64(rate) / int64(time.Second)
+}

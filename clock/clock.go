@@ -1,0 +1,64 @@
+// Package clock gives everything that waits or timestamps one source of time: the real
+// clock in live use, and a virtual clock for tests and fast, deterministic replays.
+package clock
+
+import (
+	"context"
+	"time"
+)
+
+// Clock tells the time and makes timers.
+type Clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer fires once on C after its duration has passed on its clock.
+type Timer interface {
+	C() <-chan time.Time
+	// Stop prevents the timer from firing; it reports false if the timer already fired.
+	Stop() bool
+}
+
+// Scheduler is implemented by clocks whose time advances only while all tracked work is
+// idle (Virtual). The iu runtime counts its goroutines and in-flight events with Begin
+// and End, so that virtual time moves only when every module is waiting.
+type Scheduler interface {
+	Clock
+	// Begin records one more unit of tracked work: a running goroutine or an event in flight.
+	Begin()
+	// End records that one unit of tracked work finished.
+	End()
+	// NewWakeTimer is NewTimer whose firing is itself a unit of tracked work, taken over
+	// by whoever receives from C (or ended by Stop when it already fired).
+	NewWakeTimer(d time.Duration) Timer
+}
+
+// Sleep waits for d on c, or until ctx is done.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Real is the wall clock.
+type Real struct{}
+
+// Now returns time.Now, which carries Go's monotonic reading.
+func (Real) Now() time.Time { return time.Now() }
+
+// NewTimer returns a timer backed by time.Timer.
+func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time { return r.t.C }
+func (r realTimer) Stop() bool         { return r.t.Stop() }

@@ -1,0 +1,173 @@
+// Command agent is Parley's command line: the voice agent itself (live, replay, chat) and
+// the tools around it (doctor, devices, transcribe, vad, generate, say, models, bench).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/parley-voice/parley/config"
+	"github.com/parley-voice/parley/logging"
+	"go.uber.org/zap"
+)
+
+// command is one subcommand. Run parses its own flags from args.
+type command struct {
+	Name    string
+	Summary string
+	Run     func(ctx context.Context, a *app, args []string) error
+}
+
+// commands lists every subcommand; each lives in its own cmd_*.go file.
+func commands() []command {
+	return []command{
+		doctorCommand(),
+	}
+}
+
+// app is what every subcommand gets: output streams, logger and paths.
+type app struct {
+	stdout io.Writer
+	stderr io.Writer
+	log    *zap.Logger
+	paths  config.Paths
+	logCfg logging.Config
+}
+
+// errUsage marks errors that are about how the command was called (exit status 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	global := flag.NewFlagSet("agent", flag.ContinueOnError)
+	global.SetOutput(stderr)
+	logLevel := global.String("log-level", envDefault("PARLEY_LOG_LEVEL", "info"), "default log level: debug, info, warn, error")
+	logModules := global.String("log-modules", os.Getenv("PARLEY_LOG_MODULES"), "per-module levels, e.g. asr=debug,llm=warn")
+	logFile := global.String("log-file", os.Getenv("PARLEY_LOG_FILE"), "also write JSON-lines logs to this file")
+	quiet := global.Bool("quiet", false, "no log lines on the console")
+	global.Usage = func() { usage(stderr, global) }
+	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	rest := global.Args()
+	if len(rest) == 0 {
+		usage(stderr, global)
+		return 2
+	}
+	var cmd *command
+	for _, c := range commands() {
+		if c.Name == rest[0] {
+			cmd = &c
+			break
+		}
+	}
+	if rest[0] == "help" {
+		usage(stdout, global)
+		return 0
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "agent: unknown command %q\n\n", rest[0])
+		usage(stderr, global)
+		return 2
+	}
+	modules, err := logging.ParseModuleLevels(*logModules)
+	if err != nil {
+		fmt.Fprintln(stderr, "agent:", err)
+		return 2
+	}
+	logCfg := logging.Config{Level: *logLevel, Modules: modules, File: *logFile, Quiet: *quiet}
+	logger, closeLog, err := logging.New(logCfg, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "agent:", err)
+		return 2
+	}
+	defer closeLog()
+	a := &app{stdout: stdout, stderr: stderr, log: logger, paths: config.DefaultPaths(), logCfg: logCfg}
+	if err := cmd.Run(ctx, a, rest[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "agent %s: %v\n", cmd.Name, err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer, global *flag.FlagSet) {
+	fmt.Fprintln(w, "usage: agent [global flags] COMMAND [flags] [args]")
+	fmt.Fprintln(w, "\ncommands:")
+	cmds := commands()
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-11s %s\n", c.Name, c.Summary)
+	}
+	fmt.Fprintln(w, "\nglobal flags:")
+	global.SetOutput(w)
+	global.PrintDefaults()
+	fmt.Fprintln(w, "\nRun 'agent COMMAND -h' for a command's flags.")
+}
+
+// newFlags returns a flag set for a subcommand that prints its usage to a.stderr.
+func newFlags(a *app, name, argsUsage string) *flag.FlagSet {
+	fs := flag.NewFlagSet("agent "+name, flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(a.stderr, "usage: agent %s [flags] %s\n", name, argsUsage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, allowing flags after positional arguments too
+// ("agent vad file.wav --threshold 0.5").
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		if args[0] == "--" {
+			return append(positional, args[1:]...), nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+func envDefault(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// usageErrorf returns an error marked as a usage error.
+func usageErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}

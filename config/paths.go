@@ -1,0 +1,75 @@
+// Package config holds the agent's YAML configuration and the places where Parley keeps
+// models, sessions and logs.
+package config
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Paths are the directories Parley reads and writes.
+type Paths struct {
+	// Models holds downloaded model files ($PARLEY_MODELS, else $XDG_DATA_HOME/parley/models).
+	Models string
+	// Sessions holds saved sessions ($PARLEY_SESSIONS, else $XDG_DATA_HOME/parley/sessions).
+	Sessions string
+	// Logs holds log files and replay outputs by default ($XDG_STATE_HOME/parley).
+	Logs string
+	// Config is the default config file ($PARLEY_CONFIG, else $XDG_CONFIG_HOME/parley/config.yaml).
+	Config string
+	// Shared is the folder of test assets used by demos ($PARLEY_SHARED, else ../shared
+	// beside the project when the agent runs from a checkout).
+	Shared string
+}
+
+// DefaultPaths resolves Paths from the environment.
+func DefaultPaths() Paths {
+	home, _ := os.UserHomeDir()
+	xdg := func(env, fallback string) string {
+		if v := os.Getenv(env); v != "" {
+			return v
+		}
+		return filepath.Join(home, fallback)
+	}
+	data := filepath.Join(xdg("XDG_DATA_HOME", ".local/share"), "parley")
+	p := Paths{
+		Models:   envOr("PARLEY_MODELS", filepath.Join(data, "models")),
+		Sessions: envOr("PARLEY_SESSIONS", filepath.Join(data, "sessions")),
+		Logs:     filepath.Join(xdg("XDG_STATE_HOME", ".local/state"), "parley"),
+		Config:   envOr("PARLEY_CONFIG", filepath.Join(xdg("XDG_CONFIG_HOME", ".config"), "parley", "config.yaml")),
+		Shared:   os.Getenv("PARLEY_SHARED"),
+	}
+	if p.Shared == "" {
+		p.Shared = findShared()
+	}
+	return p
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// findShared looks for ../shared beside the checkout that holds the working directory.
+func findShared() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			cand := filepath.Join(dir, "..", "shared")
+			if st, err := os.Stat(cand); err == nil && st.IsDir() {
+				return filepath.Clean(cand)
+			}
+			return ""
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}

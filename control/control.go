@@ -1,0 +1,55 @@
+// Package control holds the dialogue manager's commands to the modules that produce the
+// agent's speech (LLM, TTS, speaker). Each of those modules acts on the commands it
+// understands and ignores the rest.
+package control
+
+import "fmt"
+
+// Action is what a command asks for.
+type Action uint8
+
+const (
+	// Respond asks the LLM to generate the agent's turn TurnID from the dialogue history.
+	Respond Action = iota + 1
+	// Pause holds the agent's audio where it is (the user may be barging in).
+	Pause
+	// Resume continues paused audio from where it paused (the barge-in was not real).
+	Resume
+	// Interrupt ends turn TurnID at once: the LLM stops generating, the TTS drops what it
+	// has not synthesised, and the speaker flushes and reports what was last heard.
+	Interrupt
+)
+
+func (a Action) String() string {
+	switch a {
+	case Respond:
+		return "respond"
+	case Pause:
+		return "pause"
+	case Resume:
+		return "resume"
+	case Interrupt:
+		return "interrupt"
+	}
+	return fmt.Sprintf("action(%d)", uint8(a))
+}
+
+// Command is the payload of control IUs.
+type Command struct {
+	Action Action
+	// TurnID is the agent turn the command is about.
+	TurnID int
+	// Reason says why, for logs and timelines.
+	Reason string
+}
+
+// Kind implements iu.Payload.
+func (c Command) Kind() string { return "control" }
+
+// Summary implements iu.Payload.
+func (c Command) Summary() string {
+	if c.Reason != "" {
+		return fmt.Sprintf("%s turn %d (%s)", c.Action, c.TurnID, c.Reason)
+	}
+	return fmt.Sprintf("%s turn %d", c.Action, c.TurnID)
+}

@@ -1,0 +1,526 @@
+package iu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/parley-voice/parley/clock"
+	"go.uber.org/zap"
+)
+
+// Module is one processing step of a network. Run is called once, on the module's own
+// goroutine, and returns when the module is finished: nil after its input ended or the
+// network stopped, an error to stop the whole network.
+type Module interface {
+	Name() string
+	Run(ctx context.Context, p *Ports) error
+}
+
+// ModuleFunc turns a function into a Module.
+type ModuleFunc struct {
+	ModuleName string
+	Fn         func(ctx context.Context, p *Ports) error
+}
+
+// Name implements Module.
+func (m ModuleFunc) Name() string { return m.ModuleName }
+
+// Run implements Module.
+func (m ModuleFunc) Run(ctx context.Context, p *Ports) error { return m.Fn(ctx, p) }
+
+// Observer sees every batch a module sends, in the order that module sent them, before
+// any consumer does. Observe is called on the sending module's goroutine; an observer
+// that blocks slows the network down rather than losing updates.
+type Observer interface {
+	Observe(at time.Time, m Message)
+}
+
+// ModuleError is the error that stopped a network, with the module that reported it.
+type ModuleError struct {
+	Module string
+	Err    error
+}
+
+func (e *ModuleError) Error() string { return "module " + e.Module + ": " + e.Err.Error() }
+func (e *ModuleError) Unwrap() error { return e.Err }
+
+// DefaultInboxSize is how many messages a module's inbox holds before senders block.
+const DefaultInboxSize = 64
+
+// Option configures a Network.
+type Option func(*Network)
+
+// WithClock sets the clock every module sees (the real clock by default).
+func WithClock(c clock.Clock) Option { return func(n *Network) { n.clock = c } }
+
+// WithLogger sets the logger; each module gets a child named after it.
+func WithLogger(l *zap.Logger) Option { return func(n *Network) { n.log = l } }
+
+// WithObserver adds an observer of every update (for example a Timeline).
+func WithObserver(o Observer) Option { return func(n *Network) { n.observers = append(n.observers, o) } }
+
+// WithInboxSize sets the default inbox size (at least 1).
+func WithInboxSize(size int) Option {
+	return func(n *Network) {
+		if size > 0 {
+			n.inboxSize = size
+		}
+	}
+}
+
+// WithStopGrace sets how long modules may take to drain after the network's context is
+// cancelled before their own contexts are cancelled too (2 s by default).
+func WithStopGrace(d time.Duration) Option { return func(n *Network) { n.stopGrace = d } }
+
+// Network connects modules. Build it with Add and Connect, then Run it once.
+type Network struct {
+	clock     clock.Clock
+	sched     clock.Scheduler // non-nil for virtual clocks
+	log       *zap.Logger
+	observers []Observer
+	inboxSize int
+	stopGrace time.Duration
+
+	nodes  []*node
+	byName map[string]*node
+	ran    bool
+
+	stopping chan struct{} // closed when the network starts its graceful stop
+}
+
+type node struct {
+	module    Module
+	consumers []*node
+	producers int
+
+	inbox         chan Message
+	live          atomic.Int32  // producers still running
+	done          chan struct{} // closed when the module returned
+}
+
+// NewNetwork returns an empty network.
+func NewNetwork(opts ...Option) *Network {
+	n := &Network{
+		clock:     clock.Real{},
+		log:       zap.NewNop(),
+		inboxSize: DefaultInboxSize,
+		stopGrace: 2 * time.Second,
+		byName:    make(map[string]*node),
+		stopping:  make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(n)
+	}
+	if s, ok := n.clock.(clock.Scheduler); ok {
+		n.sched = s
+	}
+	return n
+}
+
+// Clock returns the network's clock.
+func (n *Network) Clock() clock.Clock { return n.clock }
+
+// Add adds modules; names must be unique and must not contain '/'.
+func (n *Network) Add(modules ...Module) error {
+	for _, m := range modules {
+		name := m.Name()
+		if name == "" {
+			return errors.New("iu: module with empty name")
+		}
+		for _, r := range name {
+			if r == '/' {
+				return fmt.Errorf("iu: module name %q contains '/'", name)
+			}
+		}
+		if _, dup := n.byName[name]; dup {
+			return fmt.Errorf("iu: module %q added twice", name)
+		}
+		nd := &node{module: m, done: make(chan struct{})}
+		n.nodes = append(n.nodes, nd)
+		n.byName[name] = nd
+	}
+	return nil
+}
+
+// Connect makes consumer receive everything producer sends. A producer may feed several
+// consumers and a consumer may read several producers.
+func (n *Network) Connect(producer, consumer Module) error {
+	return n.ConnectNames(producer.Name(), consumer.Name())
+}
+
+// ConnectNames is Connect by module name.
+func (n *Network) ConnectNames(producer, consumer string) error {
+	p, c := n.byName[producer], n.byName[consumer]
+	if p == nil {
+		return fmt.Errorf("iu: connect: no module %q", producer)
+	}
+	if c == nil {
+		return fmt.Errorf("iu: connect: no module %q", consumer)
+	}
+	if p == c {
+		return fmt.Errorf("iu: connect: module %q to itself", producer)
+	}
+	for _, existing := range p.consumers {
+		if existing == c {
+			return fmt.Errorf("iu: connect: %q to %q twice", producer, consumer)
+		}
+	}
+	p.consumers = append(p.consumers, c)
+	c.producers++
+	return nil
+}
+
+// Run starts every module on its own goroutine and waits until all have returned.
+//
+// Cancelling ctx stops the network gracefully: every module receives what is already in
+// its inbox and then an EventInputDone, and has the stop grace period to return before
+// its context is cancelled. The first module error cancels every module at once, and Run
+// returns it as a *ModuleError.
+func (n *Network) Run(ctx context.Context) error {
+	if n.ran {
+		return errors.New("iu: network already ran")
+	}
+	n.ran = true
+	for _, nd := range n.nodes {
+		nd.inbox = make(chan Message, n.inboxSize)
+		nd.live.Store(int32(nd.producers))
+	}
+
+	modCtx, cancelModules := context.WithCancelCause(context.Background())
+	defer cancelModules(nil)
+
+	var (
+		firstErr  error
+		errOnce   sync.Once
+		wg        sync.WaitGroup
+		allDone   = make(chan struct{})
+		graceStop = make(chan struct{})
+	)
+	fail := func(name string, err error) {
+		errOnce.Do(func() {
+			firstErr = &ModuleError{Module: name, Err: err}
+			n.log.Error("module failed; stopping network", zap.String("module", name), zap.Error(err))
+			cancelModules(firstErr)
+		})
+	}
+
+	if n.sched != nil {
+		for range n.nodes {
+			n.sched.Begin() // each module's goroutine counts as running from the start
+		}
+	}
+	for _, nd := range n.nodes {
+		wg.Add(1)
+		p := n.newPorts(nd)
+		go func() {
+			defer wg.Done()
+			err := p.run(modCtx)
+			if err != nil && !(modCtx.Err() != nil && errors.Is(err, modCtx.Err())) {
+				fail(nd.module.Name(), err)
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(allDone) }()
+
+	select {
+	case <-allDone:
+	case <-ctx.Done():
+		close(n.stopping)
+		timer := time.NewTimer(n.stopGrace)
+		go func() {
+			select {
+			case <-timer.C:
+				cancelModules(fmt.Errorf("iu: modules still running %v after stop", n.stopGrace))
+			case <-allDone:
+				timer.Stop()
+			}
+			close(graceStop)
+		}()
+		<-allDone
+		<-graceStop
+	}
+	return firstErr
+}
+
+func (n *Network) newPorts(nd *node) *Ports {
+	name := nd.module.Name()
+	return &Ports{
+		net:   n,
+		node:  nd,
+		out:   newOutput(name),
+		log:   n.log.Named(name),
+		local: make(chan any, n.inboxSize),
+	}
+}
+
+// Ports is a module's connection to its network: its inbox, its output and its clock.
+// Its methods are for the module's goroutine, except Post and TryPost.
+type Ports struct {
+	net  *Network
+	node *node
+	out  *output
+	log  *zap.Logger
+
+	local   chan any
+	workers sync.WaitGroup
+
+	inputDone bool // EventInputDone was delivered
+}
+
+// EventKind says what Next returned.
+type EventKind uint8
+
+const (
+	// EventMessage is a message from a producer.
+	EventMessage EventKind = iota + 1
+	// EventLocal is a value posted by the module's own workers or callbacks.
+	EventLocal
+	// EventDeadline means the deadline given to Next has passed.
+	EventDeadline
+	// EventInputDone means every producer finished (or the network is stopping) and the
+	// inbox is empty. It is delivered once; later calls to Next still deliver local events
+	// and deadlines.
+	EventInputDone
+)
+
+// Event is what Next returns.
+type Event struct {
+	Kind    EventKind
+	Message Message
+	Local   any
+}
+
+func (p *Ports) run(ctx context.Context) error {
+	nd := p.node
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		p.workers.Wait()
+		close(nd.done)
+		for _, c := range nd.consumers {
+			if c.live.Add(-1) == 0 {
+				// The last producer tells the consumer in band, after everything it sent.
+				p.deliver(context.Background(), c, Message{endOfInput: true})
+			}
+		}
+		p.end() // this goroutine stops running
+	}()
+	return nd.module.Run(ctx, p)
+}
+
+// deliver puts m into c's inbox; on a virtual clock the message is a unit of work from
+// now until the consumer takes it.
+func (p *Ports) deliver(ctx context.Context, c *node, m Message) error {
+	p.begin()
+	select {
+	case c.inbox <- m:
+		return nil
+	case <-c.done:
+		p.end() // the consumer is gone; nothing is in flight
+		return nil
+	case <-ctx.Done():
+		p.end()
+		return ctx.Err()
+	}
+}
+
+func (p *Ports) begin() {
+	if p.net.sched != nil {
+		p.net.sched.Begin()
+	}
+}
+
+func (p *Ports) end() {
+	if p.net.sched != nil {
+		p.net.sched.End()
+	}
+}
+
+// Name returns the module's name.
+func (p *Ports) Name() string { return p.node.module.Name() }
+
+// Clock returns the network's clock.
+func (p *Ports) Clock() clock.Clock { return p.net.clock }
+
+// Now is Clock().Now().
+func (p *Ports) Now() time.Time { return p.net.clock.Now() }
+
+// Logger returns the module's logger.
+func (p *Ports) Logger() *zap.Logger { return p.log }
+
+// HasConsumers reports whether anything reads this module's output.
+func (p *Ports) HasConsumers() bool { return len(p.node.consumers) > 0 || len(p.net.observers) > 0 }
+
+// NewIU creates an IU of this module, chained after its previous one. It still has to be
+// sent with an ADD.
+func (p *Ports) NewIU(payload Payload, groundedIn ...ID) IU {
+	return p.out.newIU(p.net.clock.Now(), payload, groundedIn)
+}
+
+// Send delivers one batch of updates to every consumer, blocking while a consumer's inbox
+// is full. A batch that breaks the IU rules is rejected whole with ErrInvalidUpdate.
+// Consumers that already returned (during a stop) no longer receive anything.
+func (p *Ports) Send(ctx context.Context, updates ...Update) error {
+	if len(updates) == 0 {
+		return nil
+	}
+	checked, err := p.out.apply(updates)
+	if err != nil {
+		return err
+	}
+	msg := Message{From: p.Name(), Updates: checked}
+	if len(p.net.observers) > 0 {
+		now := p.net.clock.Now()
+		for _, o := range p.net.observers {
+			o.Observe(now, msg)
+		}
+	}
+	for _, c := range p.node.consumers {
+		if err := p.deliver(ctx, c, msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Go runs fn on a worker goroutine that belongs to the module: the module does not finish
+// before its workers do, and on a virtual clock a running worker holds time still. Workers
+// hand results back with Post; they must not call Send while the module might.
+func (p *Ports) Go(fn func()) {
+	p.workers.Add(1)
+	p.begin()
+	go func() {
+		defer p.workers.Done()
+		defer p.end()
+		fn()
+	}()
+}
+
+// Post hands v to the module's own goroutine, which receives it from Next as an
+// EventLocal. It blocks while the local queue is full, until ctx is done.
+func (p *Ports) Post(ctx context.Context, v any) error {
+	p.begin()
+	select {
+	case p.local <- v:
+		return nil
+	case <-ctx.Done():
+		p.end()
+		return ctx.Err()
+	}
+}
+
+// TryPost is Post that never blocks, for real-time callbacks; it reports false (and
+// drops v) when the local queue is full.
+func (p *Ports) TryPost(v any) bool {
+	p.begin()
+	select {
+	case p.local <- v:
+		return true
+	default:
+		p.end()
+		return false
+	}
+}
+
+// Next waits for the module's next event: a message, a local value, the deadline (when
+// it is not zero) or the end of input. Messages already queued are always delivered
+// before EventInputDone. It returns an error only when ctx is done.
+func (p *Ports) Next(ctx context.Context, deadline time.Time) (Event, error) {
+	for {
+		ev, ok, err := p.next(ctx, deadline)
+		if ok || err != nil {
+			return ev, err
+		}
+	}
+}
+
+// next waits once; ok is false when what woke it was not an event for the module (an
+// end-of-input marker after a stop already ended the input).
+func (p *Ports) next(ctx context.Context, deadline time.Time) (ev Event, ok bool, err error) {
+	nd := p.node
+	// Events that are ready now, without giving up the goroutine's running state.
+	select {
+	case m := <-nd.inbox:
+		p.end() // the message's unit of work merges into this running goroutine
+		return p.received(m)
+	case v := <-p.local:
+		p.end()
+		return Event{Kind: EventLocal, Local: v}, true, nil
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return Event{}, false, err
+	}
+	stopping := p.net.stopping
+	if p.inputDone {
+		stopping = nil
+	} else if p.isStopping() {
+		p.inputDone = true
+		return Event{Kind: EventInputDone}, true, nil
+	}
+	var timerC <-chan time.Time
+	var timer clock.Timer
+	if !deadline.IsZero() {
+		d := deadline.Sub(p.net.clock.Now())
+		if d <= 0 {
+			return Event{Kind: EventDeadline}, true, nil
+		}
+		if p.net.sched != nil {
+			timer = p.net.sched.NewWakeTimer(d)
+		} else {
+			timer = p.net.clock.NewTimer(d)
+		}
+		timerC = timer.C()
+	}
+	stopTimer := func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+	// While blocked this goroutine is idle; a message, local value or timer that wakes it
+	// brings its own unit of work along.
+	p.end()
+	select {
+	case m := <-nd.inbox:
+		stopTimer()
+		return p.received(m)
+	case v := <-p.local:
+		stopTimer()
+		return Event{Kind: EventLocal, Local: v}, true, nil
+	case <-timerC:
+		return Event{Kind: EventDeadline}, true, nil
+	case <-stopping:
+		p.begin()
+		stopTimer()
+		return Event{}, false, nil
+	case <-ctx.Done():
+		p.begin()
+		stopTimer()
+		return Event{}, false, ctx.Err()
+	}
+}
+
+func (p *Ports) received(m Message) (Event, bool, error) {
+	if m.endOfInput {
+		if p.inputDone {
+			return Event{}, false, nil
+		}
+		p.inputDone = true
+		return Event{Kind: EventInputDone}, true, nil
+	}
+	return Event{Kind: EventMessage, Message: m}, true, nil
+}
+
+// isStopping reports whether the network is stopping and the inbox is drained.
+func (p *Ports) isStopping() bool {
+	select {
+	case <-p.net.stopping:
+		return len(p.node.inbox) == 0
+	default:
+		return false
+	}
+}
