@@ -26,9 +26,11 @@ func doctorCommand() command {
 	}
 }
 
-// check is one line of the doctor's report.
+// check is one line of the doctor's report. A failed check that is only a warning
+// (warn) does not make the doctor fail: a machine without sound devices can still replay.
 type check struct {
 	ok     bool
+	warn   bool
 	name   string
 	detail string
 	fix    string
@@ -45,7 +47,10 @@ func runDoctor(ctx context.Context, a *app, args []string) error {
 		tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 		for _, c := range checks {
 			mark := "ok"
-			if !c.ok {
+			switch {
+			case !c.ok && c.warn:
+				mark = "WARN"
+			case !c.ok:
 				mark = "MISSING"
 				failed++
 			}
@@ -149,13 +154,13 @@ func configuredModels(a *app) []configuredModel {
 
 func audioChecks() ([]check, []*portaudio.DeviceInfo) {
 	if err := portaudio.Initialize(); err != nil {
-		return []check{{name: "portaudio", detail: err.Error(), fix: "check that a sound server (PulseAudio/PipeWire) or ALSA is available"}}, nil
+		return []check{{warn: true, name: "portaudio", detail: err.Error(), fix: "check that a sound server (PulseAudio/PipeWire) or ALSA is available"}}, nil
 	}
 	defer portaudio.Terminate()
 	var checks []check
 	apis, err := portaudio.HostApis()
 	if err != nil {
-		return []check{{name: "host APIs", detail: err.Error()}}, nil
+		return []check{{warn: true, name: "host APIs", detail: err.Error()}}, nil
 	}
 	for _, h := range apis {
 		detail := fmt.Sprintf("%d device(s)", len(h.Devices))
@@ -179,8 +184,8 @@ func audioChecks() ([]check, []*portaudio.DeviceInfo) {
 	}
 	fix := "start a sound server (pulseaudio --start) or connect a sound card; 'agent devices' lists what PortAudio sees"
 	checks = append(checks,
-		check{ok: in > 0, name: "input devices", detail: fmt.Sprint(in), fix: fix},
-		check{ok: out > 0, name: "output devices", detail: fmt.Sprint(out), fix: fix},
+		check{ok: in > 0, warn: true, name: "input devices", detail: fmt.Sprint(in) + " (needed by 'agent live' only)", fix: fix},
+		check{ok: out > 0, warn: true, name: "output devices", detail: fmt.Sprint(out) + " (needed by 'agent live' only)", fix: fix},
 	)
 	return checks, devices
 }

@@ -1,0 +1,524 @@
+package iu
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/clock"
+)
+
+func mustRun(t *testing.T, n *Network) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := n.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+func TestOrderingPerProducer(t *testing.T) {
+	const count = 2000
+	for _, inbox := range []int{1, 4, 64} {
+		t.Run(fmt.Sprintf("inbox=%d", inbox), func(t *testing.T) {
+			out := make(chan []received, 1)
+			n := NewNetwork(WithInboxSize(inbox))
+			src, snk := source("src", count), sink("sink", out, nil)
+			if err := n.Add(src, snk); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Connect(src, snk); err != nil {
+				t.Fatal(err)
+			}
+			mustRun(t, n)
+			got := <-out
+			if len(got) != count {
+				t.Fatalf("got %d values, want %d", len(got), count)
+			}
+			for i, r := range got {
+				if r.value != i {
+					t.Fatalf("value %d at position %d: out of order", r.value, i)
+				}
+			}
+		})
+	}
+}
+
+func TestFanOutAndFanIn(t *testing.T) {
+	const count = 500
+	n := NewNetwork(WithInboxSize(8))
+	outs := make([]chan []received, 3)
+	var sinks []Module
+	for i := range outs {
+		outs[i] = make(chan []received, 1)
+		s := sink(fmt.Sprintf("sink%d", i), outs[i], nil)
+		sinks = append(sinks, s)
+		if err := n.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	producers := []Module{source("a", count), source("b", count), source("c", count)}
+	for _, p := range producers {
+		if err := n.Add(p); err != nil {
+			t.Fatal(err)
+		}
+		// Every producer feeds every sink: fan-out from each producer, fan-in at each sink.
+		for _, s := range sinks {
+			if err := n.Connect(p, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mustRun(t, n)
+	for i, out := range outs {
+		got := <-out
+		next := map[string]int{}
+		for _, r := range got {
+			if r.value != next[r.from] {
+				t.Fatalf("sink%d: from %s got %d, want %d (per-producer order broken)", i, r.from, r.value, next[r.from])
+			}
+			next[r.from]++
+		}
+		for _, p := range producers {
+			if next[p.Name()] != count {
+				t.Errorf("sink%d: got %d values from %s, want %d", i, next[p.Name()], p.Name(), count)
+			}
+		}
+	}
+}
+
+func TestUpdateRules(t *testing.T) {
+	type step struct {
+		typ     UpdateType
+		iu      int // index into the IUs made for the test
+		wantErr string
+	}
+	tests := []struct {
+		name  string
+		steps [][]step // batches
+	}{
+		{"add then commit", [][]step{{{Add, 0, ""}}, {{Commit, 0, ""}}}},
+		{"add and commit in one batch", [][]step{{{Add, 0, ""}, {Commit, 0, ""}}}},
+		{"add, update, revoke", [][]step{{{Add, 0, ""}}, {{UpdatePayload, 0, ""}}, {{Revoke, 0, ""}}}},
+		{"revoked is never committed", [][]step{{{Add, 0, ""}}, {{Revoke, 0, ""}}, {{Commit, 0, "after it was committed or revoked"}}}},
+		{"revoke and commit in one batch", [][]step{{{Add, 0, ""}}, {{Revoke, 0, ""}, {Commit, 0, "after it was revoked"}}}},
+		{"committed is never revoked", [][]step{{{Add, 0, ""}, {Commit, 0, ""}}, {{Revoke, 0, "after it was committed or revoked"}}}},
+		{"committed is never updated", [][]step{{{Add, 0, ""}, {Commit, 0, ""}}, {{UpdatePayload, 0, "after it was committed or revoked"}}}},
+		{"commit before add", [][]step{{{Commit, 0, "before it was added"}}}},
+		{"added twice", [][]step{{{Add, 0, ""}}, {{Add, 0, "added twice"}}}},
+		{"added twice in a batch", [][]step{{{Add, 0, ""}, {Add, 0, "added twice"}}}},
+		{"foreign IU", [][]step{{{Add, -1, "was not created by"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newOutput("m")
+			ius := []IU{o.newIU(time.Now(), num(0), nil)}
+			foreign := newOutput("other").newIU(time.Now(), num(9), nil)
+			for bi, batch := range tt.steps {
+				var ups []Update
+				want := ""
+				for _, s := range batch {
+					u := foreign
+					if s.iu >= 0 {
+						u = ius[s.iu]
+					}
+					ups = append(ups, Update{Type: s.typ, IU: u})
+					if s.wantErr != "" {
+						want = s.wantErr
+					}
+				}
+				_, err := o.apply(ups)
+				switch {
+				case want == "" && err != nil:
+					t.Fatalf("batch %d: unexpected error %v", bi, err)
+				case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrInvalidUpdate)):
+					t.Fatalf("batch %d: error %v, want one containing %q", bi, err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestRejectedBatchChangesNothing(t *testing.T) {
+	o := newOutput("m")
+	a := o.newIU(time.Now(), num(1), nil)
+	b := o.newIU(time.Now(), num(2), nil)
+	if _, err := o.apply([]Update{AddOf(a)}); err != nil {
+		t.Fatal(err)
+	}
+	// The commit of a would be fine, but b was never added: the batch fails as a whole.
+	if _, err := o.apply([]Update{CommitOf(a), CommitOf(b)}); err == nil {
+		t.Fatal("want error")
+	}
+	if _, err := o.apply([]Update{RevokeOf(a)}); err != nil {
+		t.Fatalf("a should still be open after the rejected batch: %v", err)
+	}
+}
+
+func TestPreviousChainSkipsRevoked(t *testing.T) {
+	o := newOutput("asr")
+	w1 := o.newIU(time.Now(), num(1), nil)
+	w2 := o.newIU(time.Now(), num(2), nil)
+	if w2.Previous != w1.ID {
+		t.Fatalf("w2.Previous = %q, want %q", w2.Previous, w1.ID)
+	}
+	if _, err := o.apply([]Update{AddOf(w1), AddOf(w2)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.apply([]Update{RevokeOf(w2)}); err != nil {
+		t.Fatal(err)
+	}
+	w3 := o.newIU(time.Now(), num(3), nil)
+	if w3.Previous != w1.ID {
+		t.Fatalf("after revoking w2, w3.Previous = %q, want %q", w3.Previous, w1.ID)
+	}
+}
+
+func TestInvalidUpdateStopsNetworkWithModuleName(t *testing.T) {
+	bad := ModuleFunc{ModuleName: "bad", Fn: func(ctx context.Context, p *Ports) error {
+		u := p.NewIU(num(1))
+		if err := p.Send(ctx, AddOf(u), RevokeOf(u)); err != nil {
+			return err
+		}
+		return p.Send(ctx, CommitOf(u))
+	}}
+	out := make(chan []received, 1)
+	n := NewNetwork()
+	s := sink("sink", out, nil)
+	if err := n.Add(bad, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Connect(bad, s); err != nil {
+		t.Fatal(err)
+	}
+	err := n.Run(context.Background())
+	var me *ModuleError
+	if !errors.As(err, &me) || me.Module != "bad" || !errors.Is(err, ErrInvalidUpdate) {
+		t.Fatalf("Run = %v, want ModuleError from bad wrapping ErrInvalidUpdate", err)
+	}
+	<-out
+}
+
+func TestFirstErrorCancelsOthers(t *testing.T) {
+	boom := errors.New("boom")
+	failing := ModuleFunc{ModuleName: "failing", Fn: func(ctx context.Context, p *Ports) error {
+		return boom
+	}}
+	cancelled := make(chan error, 1)
+	waiting := ModuleFunc{ModuleName: "waiting", Fn: func(ctx context.Context, p *Ports) error {
+		// No producers: only the network's cancellation can end this wait.
+		_, err := p.Next(ctx, time.Time{})
+		cancelled <- err
+		return err
+	}}
+	n := NewNetwork()
+	if err := n.Add(failing, waiting); err != nil {
+		t.Fatal(err)
+	}
+	err := n.Run(context.Background())
+	var me *ModuleError
+	if !errors.As(err, &me) || me.Module != "failing" || !errors.Is(err, boom) {
+		t.Fatalf("Run = %v, want the failing module's error", err)
+	}
+	if werr := <-cancelled; !errors.Is(werr, context.Canceled) {
+		t.Fatalf("waiting module got %v, want context.Canceled", werr)
+	}
+}
+
+func TestBackPressure(t *testing.T) {
+	const inbox, total = 4, 50
+	var sent atomic.Int32
+	release := make(chan struct{})
+	firstTaken := make(chan struct{})
+	prod := ModuleFunc{ModuleName: "prod", Fn: func(ctx context.Context, p *Ports) error {
+		for i := 0; i < total; i++ {
+			u := p.NewIU(num(i))
+			if err := p.Send(ctx, AddOf(u), CommitOf(u)); err != nil {
+				return err
+			}
+			sent.Add(1)
+		}
+		return nil
+	}}
+	var taken atomic.Int32
+	out := make(chan []received, 1)
+	slow := sink("slow", out, func() {
+		if taken.Add(1) == 1 {
+			close(firstTaken)
+			<-release // hold the consumer after its first message
+		}
+	})
+	n := NewNetwork(WithInboxSize(inbox))
+	if err := n.Add(prod, slow); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Connect(prod, slow); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.Run(context.Background()) }()
+	<-firstTaken
+	// The consumer holds one message; the inbox holds `inbox` more; the producer is then
+	// blocked in its next Send. Wait until it has got that far, then check it stays there.
+	deadline := time.Now().Add(5 * time.Second)
+	for sent.Load() < int32(1+inbox) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if got := sent.Load(); got != int32(1+inbox) {
+		t.Fatalf("producer sent %d messages past a stalled consumer, want exactly %d (inbox %d + 1 taken)", got, 1+inbox, inbox)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := <-out; len(got) != total {
+		t.Fatalf("consumer got %d values, want %d: nothing may be dropped", len(got), total)
+	}
+}
+
+func TestGracefulStopDrainsInFlightMessages(t *testing.T) {
+	const total = 40
+	sentAll := make(chan struct{})
+	prod := ModuleFunc{ModuleName: "prod", Fn: func(ctx context.Context, p *Ports) error {
+		for i := 0; i < total; i++ {
+			u := p.NewIU(num(i))
+			if err := p.Send(ctx, AddOf(u), CommitOf(u)); err != nil {
+				return err
+			}
+		}
+		close(sentAll)
+		// Keep running like a live source until the network stops.
+		for {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil {
+				return err
+			}
+			if ev.Kind == EventInputDone {
+				return nil
+			}
+		}
+	}}
+	gate := make(chan struct{})
+	out := make(chan []received, 1)
+	snk := sink("sink", out, func() { <-gate })
+	n := NewNetwork(WithInboxSize(64))
+	if err := n.Add(prod, snk); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Connect(prod, snk); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	<-sentAll
+	cancel() // stop while all the messages are still queued at the sink
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatalf("graceful stop returned %v", err)
+	}
+	if got := <-out; len(got) != total {
+		t.Fatalf("sink got %d of %d in-flight messages before its input ended", len(got), total)
+	}
+}
+
+func TestStopGraceCancelsStuckModule(t *testing.T) {
+	stuck := ModuleFunc{ModuleName: "stuck", Fn: func(ctx context.Context, p *Ports) error {
+		<-ctx.Done() // ignores the graceful stop; only its context ends it
+		return ctx.Err()
+	}}
+	n := NewNetwork(WithStopGrace(50 * time.Millisecond))
+	if err := n.Add(stuck); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := n.Run(ctx); err != nil {
+		t.Fatalf("Run = %v; a module that returns its context's error during a stop is not a failure", err)
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	n := NewNetwork()
+	a, b := source("a", 1), source("b", 1)
+	if err := n.Add(a, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"duplicate name", n.Add(source("a", 1))},
+		{"slash in name", n.Add(source("x/y", 1))},
+		{"unknown producer", n.ConnectNames("nope", "a")},
+		{"self loop", n.Connect(a, a)},
+	} {
+		if tc.err == nil {
+			t.Errorf("%s: want error", tc.name)
+		}
+	}
+	if err := n.Connect(a, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Connect(a, b); err == nil {
+		t.Error("double connect: want error")
+	}
+}
+
+func TestWorkersAndPost(t *testing.T) {
+	m := ModuleFunc{ModuleName: "m", Fn: func(ctx context.Context, p *Ports) error {
+		p.Go(func() {
+			for i := 0; i < 3; i++ {
+				if err := p.Post(ctx, i); err != nil {
+					return
+				}
+			}
+		})
+		for want := 0; want < 3; want++ {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil {
+				return err
+			}
+			if ev.Kind != EventLocal || ev.Local.(int) != want {
+				return fmt.Errorf("event %+v, want local %d", ev, want)
+			}
+		}
+		return nil
+	}}
+	n := NewNetwork()
+	if err := n.Add(m); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, n)
+}
+
+func TestTimelineRecordsEveryUpdate(t *testing.T) {
+	var buf bytes.Buffer
+	start := time.Now()
+	tl := NewTimeline(&buf, start)
+	out := make(chan []received, 1)
+	n := NewNetwork(WithObserver(tl))
+	src, snk := source("src", 5), sink("sink", out, nil)
+	if err := n.Add(src, snk); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Connect(src, snk); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, n)
+	<-out
+	if err := tl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := ReadTimeline(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 10 {
+		t.Fatalf("timeline has %d entries, want 10 (5 ADD + 5 COMMIT)", len(entries))
+	}
+	for i, e := range entries {
+		wantType := Add
+		if i%2 == 1 {
+			wantType = Commit
+		}
+		if e.Module != "src" || e.Type != wantType || e.Kind != "num" || e.Payload != fmt.Sprint(i/2) {
+			t.Errorf("entry %d = %+v", i, e)
+		}
+		if i >= 2 && e.Previous != entries[i-2].IU {
+			t.Errorf("entry %d previous %q, want %q", i, e.Previous, entries[i-2].IU)
+		}
+	}
+}
+
+// ticker emits one IU every period on the network clock, n times.
+func ticker(name string, period time.Duration, n int) Module {
+	return ModuleFunc{ModuleName: name, Fn: func(ctx context.Context, p *Ports) error {
+		start := p.Now()
+		for i := 0; i < n; i++ {
+			deadline := start.Add(time.Duration(i+1) * period)
+			for {
+				ev, err := p.Next(ctx, deadline)
+				if err != nil {
+					return err
+				}
+				if ev.Kind == EventDeadline {
+					break
+				}
+			}
+			u := p.NewIU(num(i))
+			if err := p.Send(ctx, AddOf(u), CommitOf(u)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+}
+
+func TestVirtualClockRunsFastAndDeterministically(t *testing.T) {
+	run := func() []float64 {
+		start := time.Unix(1000, 0)
+		vc := clock.NewVirtual(start)
+		defer vc.Close()
+		var times []float64
+		// The consumer does slow real work on a worker for every message; virtual time
+		// must not move while it works.
+		worker := ModuleFunc{ModuleName: "work", Fn: func(ctx context.Context, p *Ports) error {
+			pending, inputDone := 0, false
+			for !inputDone || pending > 0 {
+				ev, err := p.Next(ctx, time.Time{})
+				if err != nil {
+					return err
+				}
+				switch ev.Kind {
+				case EventInputDone:
+					inputDone = true // finish the jobs still on workers first
+				case EventMessage:
+					pending++
+					at := p.Now()
+					p.Go(func() {
+						time.Sleep(2 * time.Millisecond) // real work, zero virtual time
+						_ = p.Post(ctx, at)
+					})
+				case EventLocal:
+					sentAt := ev.Local.(time.Time)
+					if !p.Now().Equal(sentAt) {
+						return fmt.Errorf("virtual time moved from %v to %v while a worker ran", sentAt, p.Now())
+					}
+					pending--
+					times = append(times, p.Now().Sub(start).Seconds())
+				}
+			}
+			return nil
+		}}
+		n := NewNetwork(WithClock(vc))
+		tk := ticker("tick", time.Second, 20)
+		if err := n.Add(tk, worker); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Connect(tk, worker); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		mustRun(t, n)
+		if real := time.Since(began); real > 5*time.Second {
+			t.Fatalf("20 virtual seconds took %v of real time", real)
+		}
+		return times
+	}
+	first, second := run(), run()
+	if len(first) != 20 {
+		t.Fatalf("got %d ticks, want 20", len(first))
+	}
+	for i := range first {
+		if first[i] != float64(i+1) || second[i] != first[i] {
+			t.Fatalf("tick %d at %v and %v virtual seconds, want %d both times", i, first[i], second[i], i+1)
+		}
+	}
+}
