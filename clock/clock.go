@@ -61,4 +61,4 @@ func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)}
 type realTimer struct{ t *time.Timer }
 
 func (r realTimer) C() <-chan time.Time { return r.t.C }
-func (r realTimer) Stop() bool         { return r.t.Stop() }
+func (r realTimer) Stop() bool          { return r.t.Stop() }

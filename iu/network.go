@@ -61,7 +61,9 @@ func WithClock(c clock.Clock) Option { return func(n *Network) { n.clock = c } }
 func WithLogger(l *zap.Logger) Option { return func(n *Network) { n.log = l } }
 
 // WithObserver adds an observer of every update (for example a Timeline).
-func WithObserver(o Observer) Option { return func(n *Network) { n.observers = append(n.observers, o) } }
+func WithObserver(o Observer) Option {
+	return func(n *Network) { n.observers = append(n.observers, o) }
+}
 
 // WithInboxSize sets the default inbox size (at least 1).
 func WithInboxSize(size int) Option {
@@ -97,9 +99,9 @@ type node struct {
 	consumers []*node
 	producers int
 
-	inbox         chan Message
-	live          atomic.Int32  // producers still running
-	done          chan struct{} // closed when the module returned
+	inbox chan Message
+	live  atomic.Int32  // producers still running
+	done  chan struct{} // closed when the module returned
 }
 
 // NewNetwork returns an empty network.

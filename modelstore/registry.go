@@ -1,0 +1,119 @@
+// Package modelstore knows the real models Parley downloads for its users (a whisper model,
+// an instruction-tuned GGUF, the Silero VAD), fetches them with resume and a progress bar,
+// and verifies their size and sha256.
+package modelstore
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Kind is what a model is used for.
+type Kind string
+
+// Model kinds.
+const (
+	KindASR Kind = "asr"
+	KindLLM Kind = "llm"
+	KindVAD Kind = "vad"
+)
+
+// Model is one downloadable model file.
+type Model struct {
+	Name        string
+	Kind        Kind
+	File        string // file name in the models directory
+	URL         string
+	Size        int64
+	SHA256      string
+	License     string
+	Description string
+	// Default marks the model the agent uses for its kind when nothing else is configured.
+	Default bool
+	// PromptFormat names the prompt-format config an LLM needs (configs/prompts/NAME.json).
+	PromptFormat string
+}
+
+// Catalog is a set of models by name.
+type Catalog []Model
+
+// Builtin returns the models Parley offers. Sizes and checksums are those of the files
+// their hosts publish; a download that does not match them is rejected.
+func Builtin() Catalog {
+	return Catalog{
+		{
+			Name: "whisper-base.en", Kind: KindASR, File: "ggml-base.en.bin", Default: true,
+			URL:  "https://huggingface.co/ggerganov/whisper.cpp/resolve/main/ggml-base.en.bin",
+			Size: 147964211, SHA256: "a03779c86df3323075f5e796cb2ce5029f00ec8869eee3fdfb897afe36c6d002",
+			License: "MIT", Description: "whisper base, English only: good accuracy, about 0.3x real time on 2 cores",
+		},
+		{
+			Name: "whisper-tiny.en", Kind: KindASR, File: "ggml-tiny.en.bin",
+			URL:  "https://huggingface.co/ggerganov/whisper.cpp/resolve/main/ggml-tiny.en.bin",
+			Size: 77704715, SHA256: "921e4cf8686fdd993dcd081a5da5b6c365bfde1162e72b08d75ac75289920b1f",
+			License: "MIT", Description: "whisper tiny, English only: fastest, lower accuracy",
+		},
+		{
+			Name: "whisper-small.en", Kind: KindASR, File: "ggml-small.en.bin",
+			URL:  "https://huggingface.co/ggerganov/whisper.cpp/resolve/main/ggml-small.en.bin",
+			Size: 487614201, SHA256: "c6138d6d58ecc8322097e0f987c32f1be8bb0a18532a3f88f734d1bbf9c41e5d",
+			License: "MIT", Description: "whisper small, English only: more accurate, needs a fast CPU or a GPU",
+		},
+		{
+			Name: "qwen2.5-0.5b-instruct", Kind: KindLLM, File: "Qwen2.5-0.5B-Instruct-Q4_K_M.gguf", Default: true,
+			URL:  "https://huggingface.co/bartowski/Qwen2.5-0.5B-Instruct-GGUF/resolve/main/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf",
+			Size: 397808192, SHA256: "6eb923e7d26e9cea28811e1a8e852009b21242fb157b26149d3b188f3a8c8653",
+			License: "Apache-2.0", Description: "Qwen2.5 0.5B Instruct, Q4_K_M: small and quick enough to answer in real time on a laptop CPU",
+			PromptFormat: "chatml",
+		},
+		{
+			Name: "silero-vad", Kind: KindVAD, File: "ggml-silero-v6.2.0.bin", Default: true,
+			URL:  "https://huggingface.co/ggml-org/whisper-vad/resolve/main/ggml-silero-v6.2.0.bin",
+			Size: 885098, SHA256: "2aa269b785eeb53a82983a20501ddf7c1d9c48e33ab63a41391ac6c9f7fb6987",
+			License: "MIT", Description: "Silero VAD v6.2.0 in whisper.cpp's ggml format",
+		},
+	}
+}
+
+// Find returns the model called name.
+func (c Catalog) Find(name string) (Model, error) {
+	for _, m := range c {
+		if m.Name == name {
+			return m, nil
+		}
+	}
+	names := make([]string, 0, len(c))
+	for _, m := range c {
+		names = append(names, m.Name)
+	}
+	sort.Strings(names)
+	return Model{}, fmt.Errorf("modelstore: no model %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// Default returns the default model of a kind.
+func (c Catalog) Default(kind Kind) (Model, bool) {
+	for _, m := range c {
+		if m.Kind == kind && m.Default {
+			return m, true
+		}
+	}
+	return Model{}, false
+}
+
+// WithMirror returns the catalog with every URL's scheme and host replaced by mirror's
+// (for example "http://127.0.0.1:8080"), keeping the path: for mirrors and for tests
+// against a local server.
+func (c Catalog) WithMirror(mirror string) Catalog {
+	mirror = strings.TrimRight(mirror, "/")
+	out := make(Catalog, len(c))
+	for i, m := range c {
+		if rest, ok := strings.CutPrefix(m.URL, "https://"); ok {
+			if slash := strings.IndexByte(rest, '/'); slash >= 0 {
+				m.URL = mirror + rest[slash:]
+			}
+		}
+		out[i] = m
+	}
+	return out
+}
