@@ -21,18 +21,18 @@ const (
 
 // Model is one downloadable model file.
 type Model struct {
-	Name        string
-	Kind        Kind
-	File        string // file name in the models directory
-	URL         string
-	Size        int64
-	SHA256      string
-	License     string
-	Description string
+	Name        string `json:"name"`
+	Kind        Kind   `json:"kind"`
+	File        string `json:"file"` // file name in the models directory
+	URL         string `json:"url"`
+	Size        int64  `json:"size"`
+	SHA256      string `json:"sha256"`
+	License     string `json:"license,omitempty"`
+	Description string `json:"description,omitempty"`
 	// Default marks the model the agent uses for its kind when nothing else is configured.
-	Default bool
+	Default bool `json:"default,omitempty"`
 	// PromptFormat names the prompt-format config an LLM needs (configs/prompts/NAME.json).
-	PromptFormat string
+	PromptFormat string `json:"prompt_format,omitempty"`
 }
 
 // Catalog is a set of models by name.

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/parley-voice/parley/modelstore"
+	"golang.org/x/term"
+)
+
+func modelsCommand() command {
+	return command{
+		Name:    "models",
+		Summary: "list, download (with resume and checksums) and verify the real models",
+		Run:     runModels,
+	}
+}
+
+func runModels(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "models", "list | pull [NAME...] | verify [NAME...]")
+	dir := fs.String("dir", a.paths.Models, "models directory")
+	mirror := fs.String("mirror", os.Getenv("PARLEY_MODEL_MIRROR"), "fetch from this base URL instead of the models' hosts (keeps their paths)")
+	catalogFile := fs.String("catalog", "", "JSON file with a model catalog to use instead of the built-in one")
+	retries := fs.Int("retries", 5, "how often a broken download is resumed before giving up")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) == 0 {
+		return usageErrorf("models needs a subcommand: list, pull or verify")
+	}
+	catalog := modelstore.Builtin()
+	if *catalogFile != "" {
+		if catalog, err = loadCatalog(*catalogFile); err != nil {
+			return err
+		}
+	}
+	if *mirror != "" {
+		catalog = catalog.WithMirror(*mirror)
+	}
+	selected := func(names []string) (modelstore.Catalog, error) {
+		if len(names) == 0 {
+			var defaults modelstore.Catalog
+			for _, m := range catalog {
+				if m.Default {
+					defaults = append(defaults, m)
+				}
+			}
+			return defaults, nil
+		}
+		var out modelstore.Catalog
+		for _, n := range names {
+			m, err := catalog.Find(n)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, m)
+		}
+		return out, nil
+	}
+	d := &modelstore.Downloader{Dir: *dir, Retries: *retries}
+	switch rest[0] {
+	case "list":
+		tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tKIND\tSIZE\tDEFAULT\tSTATUS\tDESCRIPTION")
+		for _, m := range catalog {
+			status := "not downloaded"
+			if _, err := os.Stat(d.Path(m)); err == nil {
+				status = "present (run verify)"
+			}
+			def := ""
+			if m.Default {
+				def = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f MB\t%s\t%s\t%s\n", m.Name, m.Kind, float64(m.Size)/1e6, def, status, m.Description)
+		}
+		return tw.Flush()
+	case "pull":
+		models, err := selected(rest[1:])
+		if err != nil {
+			return err
+		}
+		plain := true
+		if f, ok := a.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			plain = false
+		}
+		for _, m := range models {
+			fmt.Fprintf(a.stdout, "pulling %s (%s, %.0f MB) from %s\n", m.Name, m.File, float64(m.Size)/1e6, m.URL)
+			path, err := d.Pull(ctx, m, modelstore.NewBar(a.stderr, m.Name, plain))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "%s: ok (sha256 verified) %s\n", m.Name, path)
+		}
+		return nil
+	case "verify":
+		models, err := selected(rest[1:])
+		if err != nil {
+			return err
+		}
+		failed := 0
+		for _, m := range models {
+			if err := modelstore.Verify(d.Path(m), m); err != nil {
+				failed++
+				fmt.Fprintf(a.stdout, "%s: FAILED: %v\n  fix: agent models pull %s\n", m.Name, err, m.Name)
+				continue
+			}
+			fmt.Fprintf(a.stdout, "%s: ok %s\n", m.Name, d.Path(m))
+		}
+		if failed > 0 {
+			return fmt.Errorf("%d model(s) missing or corrupt", failed)
+		}
+		return nil
+	default:
+		return usageErrorf("unknown models subcommand %q (want list, pull or verify)", rest[0])
+	}
+}
+
+func loadCatalog(path string) (modelstore.Catalog, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	var c modelstore.Catalog
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", path, err)
+	}
+	for i, m := range c {
+		if m.Name == "" || m.File == "" || m.URL == "" {
+			return nil, fmt.Errorf("catalog %s: entry %d needs name, file and url", path, i)
+		}
+	}
+	return c, nil
+}
