@@ -1,0 +1,360 @@
+package manager
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// step is one scripted event (or a Tick when tick is set) at ms milliseconds, and the
+// actions it must produce, written compactly (see describe).
+type step struct {
+	ms   int
+	ev   Event
+	tick bool
+	want []string
+}
+
+var t0 = time.Unix(1000, 0)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func speechStart(ms int) Event { return Event{SpeechStart: &SpeechStart{Onset: at(ms)}} }
+func speechEnd(ms int) Event   { return Event{SpeechEnd: &SpeechEnd{End: at(ms)}} }
+func words(w ...string) Event  { return Event{Words: &Words{Words: w}} }
+func utterance(s string) Event { return Event{Utterance: &Utterance{Text: s}} }
+func reply(turn int, text string, interrupted bool) Event {
+	return Event{Reply: &Reply{TurnID: turn, Text: text, Interrupted: interrupted}}
+}
+func queued(turn int, last bool) Event { return Event{AudioQueued: &AudioQueued{TurnID: turn, Last: last}} }
+func audible(turn int, on bool) Event  { return Event{Audio: &AudioHeard{TurnID: turn, Audible: on}} }
+func finished(turn int) Event          { return Event{Audio: &AudioHeard{TurnID: turn, Finished: true}} }
+func stopped(turn int) Event           { return Event{Audio: &AudioHeard{TurnID: turn, Stopped: true}} }
+
+// describe renders the actions that matter to the policy (state changes are checked
+// separately) as short strings.
+func describe(acts []Action) []string {
+	var out []string
+	for _, a := range acts {
+		switch {
+		case a.Respond != nil:
+			out = append(out, fmt.Sprintf("respond %d", a.Respond.TurnID))
+		case a.Pause != nil:
+			out = append(out, fmt.Sprintf("pause %d", a.Pause.TurnID))
+		case a.Resume != nil:
+			out = append(out, fmt.Sprintf("resume %d", a.Resume.TurnID))
+		case a.Interrupt != nil:
+			out = append(out, fmt.Sprintf("interrupt %d", a.Interrupt.TurnID))
+		case a.AppendUser != nil:
+			out = append(out, fmt.Sprintf("user %d %q", a.AppendUser.TurnID, a.AppendUser.Text))
+		case a.CloseAgent != nil:
+			kind := "agent"
+			if a.CloseAgent.Interrupted {
+				kind = "agent-cut"
+			}
+			out = append(out, fmt.Sprintf("%s %d %q", kind, a.CloseAgent.TurnID, a.CloseAgent.Text))
+		case a.Say != nil:
+			out = append(out, fmt.Sprintf("say %d %q", a.Say.TurnID, a.Say.Text))
+		}
+	}
+	return out
+}
+
+// userTurn is the event sequence of a user turn from onset to the committed utterance.
+func userTurn(startMs, endMs int, text string, want ...string) []step {
+	return []step{
+		{ms: startMs, ev: speechStart(startMs)},
+		{ms: endMs, ev: speechEnd(endMs)},
+		{ms: endMs + 700, ev: Event{EndOfTurn: &EndOfTurn{SpeechEnd: at(endMs)}}},
+		{ms: endMs + 750, ev: utterance(text), want: want},
+	}
+}
+
+// agentSpeaks is a whole, uninterrupted agent turn: reply, audio, finished.
+func agentSpeaks(turn, ms int, text string, want ...string) []step {
+	return []step{
+		{ms: ms, ev: queued(turn, false)},
+		{ms: ms + 10, ev: audible(turn, true)},
+		{ms: ms + 20, ev: reply(turn, text, false)},
+		{ms: ms + 30, ev: queued(turn, true)},
+		{ms: ms + 2000, ev: finished(turn), want: want},
+	}
+}
+
+func concat(parts ...[]step) []step {
+	var out []step
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// speakingAgent is a first exchange that leaves agent turn 2 audible at 2000 ms.
+func speakingAgent() []step {
+	return concat(
+		userTurn(0, 1000, "tell me a story", `user 1 "tell me a story"`, "respond 2"),
+		[]step{
+			{ms: 1900, ev: queued(2, false)},
+			{ms: 2000, ev: audible(2, true)},
+		},
+	)
+}
+
+func TestTurns(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   func(*Config)
+		steps []step
+		final State
+	}{
+		{
+			name: "two user turns get two replies",
+			steps: concat(
+				userTurn(0, 1000, "hello", `user 1 "hello"`, "respond 2"),
+				agentSpeaks(2, 2000, "Hi there.", `agent 2 "Hi there."`),
+				userTurn(5000, 6000, "how are you", `user 3 "how are you"`, "respond 4"),
+				agentSpeaks(4, 7000, "Fine.", `agent 4 "Fine."`),
+			),
+			final: SilenceAfterAgent,
+		},
+		{
+			name: "real barge-in interrupts and the user's turn follows the cut agent turn",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(2950), want: []string{"pause 2"}},
+				{ms: 3150, ev: words("wait")},
+				{ms: 3200, tick: true, want: []string{"interrupt 2"}},
+				{ms: 3210, ev: stopped(2)},
+				{ms: 3220, ev: reply(2, "Once upon a time there was a dragon.", true), want: []string{`agent-cut 2 "Once upon a time there was a dragon."`}},
+				{ms: 3900, ev: speechEnd(3900)},
+				{ms: 4700, ev: utterance("wait stop please"), want: []string{`user 3 "wait stop please"`, "respond 4"}},
+			}),
+			final: SilenceAfterUser,
+		},
+		{
+			name: "the user's utterance waits for the interrupted turn to close",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
+				{ms: 3100, ev: words("no", "stop")},
+				{ms: 3250, tick: true, want: []string{"interrupt 2"}},
+				{ms: 3400, ev: speechEnd(3400)},
+				{ms: 4200, ev: utterance("no stop")},
+				{ms: 4300, ev: reply(2, "Once upon a time.", true)},
+				{ms: 4310, ev: stopped(2), want: []string{`agent-cut 2 "Once upon a time."`, `user 3 "no stop"`, "respond 4"}},
+			}),
+			final: SilenceAfterUser,
+		},
+		{
+			name: "a backchannel pauses, resumes and is not a turn",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
+				{ms: 3200, ev: words("mm-hmm")},
+				{ms: 3400, ev: speechEnd(3400)},
+				{ms: 4100, tick: true, want: []string{"resume 2"}},
+				{ms: 4150, ev: utterance("Mm-hmm.")},
+				{ms: 4200, ev: reply(2, "Once upon a time.", false)},
+				{ms: 4210, ev: queued(2, true)},
+				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`}},
+			}),
+			final: SilenceAfterAgent,
+		},
+		{
+			name: "a multi-word backchannel is a backchannel",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
+				{ms: 3300, ev: words("I", "see")},
+				{ms: 3500, ev: speechEnd(3500)},
+				{ms: 4200, tick: true, want: []string{"resume 2"}},
+				{ms: 4250, ev: utterance("i see")},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "a cough without words is a false barge-in",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
+				{ms: 3100, ev: speechEnd(3100)},
+				{ms: 3700, tick: true},
+				{ms: 3800, tick: true, want: []string{"resume 2"}},
+				{ms: 4000, ev: utterance("")},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "late words within the grace period still interrupt",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
+				{ms: 3300, ev: speechEnd(3300)},
+				{ms: 3500, ev: words("stop"), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "a word too short does not interrupt; its turn follows the agent's",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
+				{ms: 3100, ev: words("no")},
+				{ms: 3150, ev: speechEnd(3150)},
+				{ms: 3850, tick: true, want: []string{"resume 2"}},
+				{ms: 3900, ev: utterance("no")},
+				{ms: 4000, ev: reply(2, "Once upon a time.", false)},
+				{ms: 4010, ev: queued(2, true)},
+				{ms: 5000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `user 3 "no"`, "respond 4"}},
+			}),
+			final: SilenceAfterUser,
+		},
+		{
+			name: "duration alone interrupts when no words are required",
+			cfg:  func(c *Config) { c.BargeIn.MinWords = 0 },
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
+				{ms: 3249, tick: true},
+				{ms: 3250, tick: true, want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "with barge-in off the agent keeps talking and answers afterwards",
+			cfg:  func(c *Config) { c.BargeIn.Enabled = false },
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(3000)},
+				{ms: 3100, ev: words("stop", "it")},
+				{ms: 3500, ev: speechEnd(3500)},
+				{ms: 4250, ev: utterance("stop it")},
+				{ms: 4300, ev: reply(2, "Once upon a time.", false)},
+				{ms: 4310, ev: queued(2, true)},
+				{ms: 5000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `user 3 "stop it"`, "respond 4"}},
+			}),
+			final: SilenceAfterUser,
+		},
+		{
+			name: "the user going on before any audio drops the premature reply",
+			steps: concat(
+				userTurn(0, 1000, "I would like", `user 1 "I would like"`, "respond 2"),
+				[]step{
+					{ms: 1800, ev: speechStart(1800), want: []string{"pause 2"}},
+					{ms: 2000, ev: words("a", "pizza")},
+					{ms: 2050, tick: true, want: []string{"interrupt 2"}},
+					{ms: 2060, ev: reply(2, "Sure", true), want: []string{`agent-cut 2 "Sure"`}},
+					{ms: 2500, ev: speechEnd(2500)},
+					{ms: 3300, ev: utterance("a pizza"), want: []string{`user 3 "a pizza"`, "respond 4"}},
+				},
+			),
+			final: SilenceAfterUser,
+		},
+		{
+			name:  "noise is not a turn",
+			steps: userTurn(0, 300, "  "),
+			final: Idle,
+		},
+		{
+			name: "an empty reply closes the turn at once",
+			steps: concat(
+				userTurn(0, 1000, "hello", `user 1 "hello"`, "respond 2"),
+				[]step{{ms: 1900, ev: reply(2, "", false), want: []string{`agent 2 ""`}}},
+			),
+			final: SilenceAfterAgent,
+		},
+		{
+			name: "re-engagement after a long silence, once",
+			cfg: func(c *Config) {
+				c.Reengage = ReengageConfig{After: 5 * time.Second, Text: "Are you still there?", Max: 1}
+			},
+			steps: concat(
+				userTurn(0, 1000, "hello", `user 1 "hello"`, "respond 2"),
+				agentSpeaks(2, 2000, "Hi.", `agent 2 "Hi."`),
+				[]step{
+					{ms: 8999, tick: true},
+					{ms: 9000, tick: true, want: []string{`say 3 "Are you still there?"`}},
+					{ms: 9100, ev: queued(3, true)},
+					{ms: 9200, ev: audible(3, true)},
+					{ms: 10500, ev: finished(3), want: []string{`agent 3 "Are you still there?"`}},
+					{ms: 30000, tick: true},
+				},
+			),
+			final: SilenceAfterAgent,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if tt.cfg != nil {
+				tt.cfg(&cfg)
+			}
+			turns := NewTurns(cfg)
+			for i, s := range tt.steps {
+				var acts []Action
+				if s.tick {
+					acts = turns.Tick(at(s.ms))
+				} else {
+					s.ev.At = at(s.ms)
+					acts = turns.Handle(s.ev)
+				}
+				got := describe(acts)
+				if strings.Join(got, "; ") != strings.Join(s.want, "; ") {
+					t.Fatalf("step %d at %d ms: actions %q, want %q", i, s.ms, got, s.want)
+				}
+			}
+			if turns.State() != tt.final {
+				t.Errorf("final state %v, want %v", turns.State(), tt.final)
+			}
+		})
+	}
+}
+
+func TestDeadlines(t *testing.T) {
+	turns := NewTurns(DefaultConfig())
+	var acts []Action
+	for _, s := range speakingAgent() {
+		s.ev.At = at(s.ms)
+		acts = turns.Handle(s.ev)
+	}
+	_ = acts
+	if !turns.Deadline().IsZero() {
+		t.Fatalf("deadline %v with nothing pending", turns.Deadline())
+	}
+	turns.Handle(Event{At: at(3000), SpeechStart: &SpeechStart{Onset: at(2980)}})
+	if got, want := turns.Deadline(), at(2980+250); !got.Equal(want) {
+		t.Fatalf("while the user speaks the deadline is the minimum duration: %v, want %v", got, want)
+	}
+	turns.Handle(Event{At: at(3100), SpeechEnd: &SpeechEnd{End: at(3100)}})
+	if got, want := turns.Deadline(), at(3100+700); !got.Equal(want) {
+		t.Fatalf("after the user stopped the deadline is the grace period: %v, want %v", got, want)
+	}
+}
+
+func TestStatesFollowTheConversation(t *testing.T) {
+	turns := NewTurns(DefaultConfig())
+	var states []string
+	record := func(acts []Action) {
+		for _, a := range acts {
+			if a.State != nil {
+				states = append(states, a.State.To.String())
+			}
+		}
+	}
+	for _, s := range concat(speakingAgent(), []step{
+		{ms: 3000, ev: speechStart(3000)},
+		{ms: 3100, ev: words("stop")},
+		{ms: 3300, tick: true},
+	}) {
+		if s.tick {
+			record(turns.Tick(at(s.ms)))
+			continue
+		}
+		s.ev.At = at(s.ms)
+		record(turns.Handle(s.ev))
+	}
+	want := "user speaking, silence after user, agent speaking, overlap"
+	if got := strings.Join(states, ", "); got != want {
+		t.Errorf("states %q, want %q", got, want)
+	}
+}
+
+func TestNormalizeWord(t *testing.T) {
+	for in, want := range map[string]string{"Mm-hmm,": "mm-hmm", "OKAY!": "okay", "  right.": "right", "...": "", "don't": "don't"} {
+		if got := normalizeWord(in); got != want {
+			t.Errorf("normalizeWord(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
