@@ -27,10 +27,12 @@ func utterance(s string) Event { return Event{Utterance: &Utterance{Text: s}} }
 func reply(turn int, text string, interrupted bool) Event {
 	return Event{Reply: &Reply{TurnID: turn, Text: text, Interrupted: interrupted}}
 }
-func queued(turn int, last bool) Event { return Event{AudioQueued: &AudioQueued{TurnID: turn, Last: last}} }
-func audible(turn int, on bool) Event  { return Event{Audio: &AudioHeard{TurnID: turn, Audible: on}} }
-func finished(turn int) Event          { return Event{Audio: &AudioHeard{TurnID: turn, Finished: true}} }
-func stopped(turn int) Event           { return Event{Audio: &AudioHeard{TurnID: turn, Stopped: true}} }
+func queued(turn int, last bool) Event {
+	return Event{AudioQueued: &AudioQueued{TurnID: turn, Last: last}}
+}
+func audible(turn int, on bool) Event { return Event{Audio: &AudioHeard{TurnID: turn, Audible: on}} }
+func finished(turn int) Event         { return Event{Audio: &AudioHeard{TurnID: turn, Finished: true}} }
+func stopped(turn int) Event          { return Event{Audio: &AudioHeard{TurnID: turn, Stopped: true}} }
 
 // describe renders the actions that matter to the policy (state changes are checked
 // separately) as short strings.
