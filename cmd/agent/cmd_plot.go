@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/iu/plot"
+)
+
+func plotCommand() command {
+	return command{
+		Name:    "plot",
+		Summary: "draw a recorded timeline (JSON lines) as an SVG of IUs per module",
+		Run:     runPlot,
+	}
+}
+
+func runPlot(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "plot", "TIMELINE.jsonl")
+	out := fs.String("o", "", "output SVG file (default: TIMELINE.svg)")
+	from := fs.Float64("from", 0, "start of the time range in seconds")
+	to := fs.Float64("to", 0, "end of the time range in seconds (0: the whole timeline)")
+	width := fs.Int("width", 1400, "width of the plot in pixels")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return usageErrorf("plot needs one timeline file")
+	}
+	f, err := os.Open(rest[0])
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	entries, err := iu.ReadTimeline(f)
+	if err != nil {
+		return err
+	}
+	path := *out
+	if path == "" {
+		path = trimExt(rest[0]) + ".svg"
+	}
+	w, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := plot.SVG(w, entries, plot.Options{Width: *width, From: *from, To: *to}); err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "wrote %s (%d updates)\n", path, len(entries))
+	return nil
+}
+
+// trimExt drops a file name's last extension.
+func trimExt(path string) string {
+	for i := len(path) - 1; i >= 0 && path[i] != '/'; i-- {
+		if path[i] == '.' {
+			return path[:i]
+		}
+	}
+	return path
+}
