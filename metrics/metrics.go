@@ -1,0 +1,149 @@
+// Package metrics records per-turn latencies of a conversation (voice-to-voice, ASR final
+// latency, LLM time to first token and clause, TTS first chunk, barge-in reaction) and
+// summarises them as percentiles.
+package metrics
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Turn holds the clock times of one exchange: the user's turn and the agent's reply to it.
+// Zero times are unknown (the step did not happen).
+type Turn struct {
+	UserTurn  int `json:"user_turn"`
+	AgentTurn int `json:"agent_turn"`
+
+	UserSpeechEnd time.Time `json:"-"` // when the user actually stopped speaking
+	EndOfTurn     time.Time `json:"-"` // when end of turn was detected
+	ASRFinal      time.Time `json:"-"` // when the final transcript was committed
+	Respond       time.Time `json:"-"` // when the reply was requested
+	FirstToken    time.Time `json:"-"` // when the LLM produced its first token
+	FirstClause   time.Time `json:"-"` // when the first clause was complete
+	FirstChunk    time.Time `json:"-"` // when the TTS produced the first audio chunk
+	FirstAudible  time.Time `json:"-"` // when the listener first heard the reply
+
+	BargeInOnset time.Time `json:"-"` // when the user started speaking over the agent
+	AudioSilent  time.Time `json:"-"` // when the agent's audio went silent after that
+	Interrupted  bool      `json:"interrupted"`
+}
+
+// Latency names.
+const (
+	VoiceToVoice   = "voice_to_voice"
+	ASRFinal       = "asr_final"
+	LLMFirstToken  = "llm_first_token"
+	LLMFirstClause = "llm_first_clause"
+	TTSFirstChunk  = "tts_first_chunk"
+	BargeIn        = "barge_in_reaction"
+)
+
+// Names lists the latencies in reporting order.
+var Names = []string{VoiceToVoice, ASRFinal, LLMFirstToken, LLMFirstClause, TTSFirstChunk, BargeIn}
+
+// Latencies returns the durations this turn defines.
+func (t Turn) Latencies() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	put := func(name string, from, to time.Time) {
+		if !from.IsZero() && !to.IsZero() && !to.Before(from) {
+			out[name] = to.Sub(from)
+		}
+	}
+	put(VoiceToVoice, t.UserSpeechEnd, t.FirstAudible)
+	put(ASRFinal, t.EndOfTurn, t.ASRFinal)
+	put(LLMFirstToken, t.Respond, t.FirstToken)
+	put(LLMFirstClause, t.Respond, t.FirstClause)
+	put(TTSFirstChunk, t.FirstClause, t.FirstChunk)
+	put(BargeIn, t.BargeInOnset, t.AudioSilent)
+	return out
+}
+
+// MarshalJSON writes the turn as its latencies in milliseconds.
+func (t Turn) MarshalJSON() ([]byte, error) {
+	type plain Turn
+	ms := map[string]float64{}
+	for k, v := range t.Latencies() {
+		ms[k] = float64(v) / float64(time.Millisecond)
+	}
+	return json.Marshal(struct {
+		plain
+		LatencyMS map[string]float64 `json:"latency_ms"`
+	}{plain(t), ms})
+}
+
+// String is one log line for the turn.
+func (t Turn) String() string {
+	lat := t.Latencies()
+	var parts []string
+	for _, n := range Names {
+		if d, ok := lat[n]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%s", n, d.Round(time.Millisecond)))
+		}
+	}
+	return fmt.Sprintf("turn %d→%d: %s", t.UserTurn, t.AgentTurn, strings.Join(parts, " "))
+}
+
+// Stats summarises samples of one latency.
+type Stats struct {
+	N             int
+	P50, P90, Max time.Duration
+	Mean          time.Duration
+}
+
+// Summarize computes Stats per latency over turns.
+func Summarize(turns []Turn) map[string]Stats {
+	samples := map[string][]time.Duration{}
+	for _, t := range turns {
+		for k, v := range t.Latencies() {
+			samples[k] = append(samples[k], v)
+		}
+	}
+	out := map[string]Stats{}
+	for k, v := range samples {
+		out[k] = Of(v)
+	}
+	return out
+}
+
+// Of computes Stats over durations (nearest-rank percentiles).
+func Of(v []time.Duration) Stats {
+	if len(v) == 0 {
+		return Stats{}
+	}
+	s := append([]time.Duration(nil), v...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	return Stats{N: len(s), P50: percentile(s, 50), P90: percentile(s, 90), Max: s[len(s)-1], Mean: sum / time.Duration(len(s))}
+}
+
+// percentile returns the nearest-rank percentile of sorted s.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	if rank < 1 {
+		rank = 1
+	}
+	return sorted[rank-1]
+}
+
+// WriteTable prints a summary table.
+func WriteTable(w io.Writer, title string, summary map[string]Stats) {
+	fmt.Fprintf(w, "%s\n", title)
+	fmt.Fprintf(w, "  %-18s %5s %9s %9s %9s\n", "latency", "n", "p50", "p90", "max")
+	for _, n := range Names {
+		s, ok := summary[n]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "  %-18s %5d %9s %9s %9s\n", n, s.N, ms(s.P50), ms(s.P90), ms(s.Max))
+	}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
