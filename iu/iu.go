@@ -9,7 +9,7 @@
 //   - updates from one producer arrive in the order they were sent;
 //   - sending blocks while a consumer's inbox is full (back-pressure): the runtime never
 //     queues without bound and never drops an update. Modules that capture audio in real
-//     time decide their own drop policy before the network (see modules/audioio).
+//     time decide their own drop policy before the network (see modules/mic).
 //
 // IUs are values. A payload must not be modified after the IU carrying it was sent,
 // because every consumer of the producer sees the same payload.

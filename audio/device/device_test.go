@@ -1,0 +1,334 @@
+package device_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/internal/pulsetest"
+)
+
+// openHost opens a Host after the pulse server is set up, and closes it at cleanup.
+func openHost(t *testing.T) *device.Host {
+	t.Helper()
+	h, err := device.Open(device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return h
+}
+
+// withSink starts a server with one null sink that is both the default sink and, through
+// its monitor, the default source: what plays on "pulse" can be captured from "pulse".
+func withSink(t *testing.T) (*pulsetest.Server, pulsetest.Sink) {
+	t.Helper()
+	srv := pulsetest.New(t)
+	sink := srv.NullSink(t, "parley_dev", pulsetest.SinkOptions{Rate: 48000, Channels: 2})
+	ctx := context.Background()
+	if err := srv.SetDefaultSink(ctx, sink.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.SetDefaultSource(ctx, sink.Monitor); err != nil {
+		t.Fatal(err)
+	}
+	return srv, sink
+}
+
+func TestHostLists(t *testing.T) {
+	withSink(t)
+	h := openHost(t)
+	apis, err := h.HostAPIs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alsa bool
+	for _, a := range apis {
+		alsa = alsa || a.Name == "ALSA"
+	}
+	if !alsa {
+		t.Fatalf("no ALSA host API in %+v", apis)
+	}
+	devs, err := h.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var defIn, defOut int
+	for _, d := range devs {
+		if d.IsDefaultInput {
+			defIn++
+		}
+		if d.IsDefaultOutput {
+			defOut++
+		}
+	}
+	if defIn != 1 || defOut != 1 {
+		t.Fatalf("%d default inputs and %d default outputs in %+v", defIn, defOut, devs)
+	}
+	for _, tc := range []struct {
+		spec string
+		dir  device.Direction
+	}{{"pulse", device.Output}, {"pulse", device.Input}, {"PULS", device.Output}, {"", device.Input}} {
+		d, err := h.Find(tc.spec, tc.dir)
+		if err != nil {
+			t.Fatalf("Find(%q, %v): %v", tc.spec, tc.dir, err)
+		}
+		if d.DefaultSampleRate <= 0 || d.DefaultLowOutputLatency <= 0 {
+			t.Fatalf("Find(%q): implausible %+v", tc.spec, d)
+		}
+	}
+	_, err = h.Find("no such card", device.Output)
+	if !errors.Is(err, device.ErrNotFound) || !strings.Contains(err.Error(), `"pulse"`) {
+		t.Fatalf("Find of a missing device: %v (want ErrNotFound listing the devices)", err)
+	}
+}
+
+// TestLoopThroughSink plays a tone on the default output (the null sink) while capturing
+// the default input (its monitor), and finds the tone in the capture.
+func TestLoopThroughSink(t *testing.T) {
+	withSink(t)
+	h := openHost(t)
+	outDev, err := h.Find("pulse", device.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inDev, err := h.Find("pulse", device.Input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rate = 48000
+	var phase int64 // owned by the output callback
+	var dacAhead atomic.Int64
+	var lastOut time.Time // owned by the output callback
+	var maxOutGap, outUnderflows atomic.Int64
+	out, err := h.OpenOutput(device.StreamConfig{Device: outDev, SampleRate: rate, Latency: 100 * time.Millisecond},
+		func(buf []float32, frames int, ti device.Timing, fl device.Flags) {
+			ch := len(buf) / frames
+			for i := 0; i < frames; i++ {
+				v := float32(0.5 * math.Sin(2*math.Pi*1000*float64(phase)/rate))
+				phase++
+				for c := 0; c < ch; c++ {
+					buf[i*ch+c] = v
+				}
+			}
+			dacAhead.Store(int64(ti.OutputDAC - ti.Current))
+			now := time.Now()
+			if !lastOut.IsZero() && int64(now.Sub(lastOut)) > maxOutGap.Load() {
+				maxOutGap.Store(int64(now.Sub(lastOut)))
+			}
+			lastOut = now
+			if fl&device.OutputUnderflow != 0 {
+				outUnderflows.Add(1)
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	captured := make(chan []float32, 1024)
+	in, err := h.OpenInput(device.StreamConfig{Device: inDev, SampleRate: rate, Channels: 1, Latency: 100 * time.Millisecond},
+		func(buf []float32, frames int, _ device.Timing, _ device.Flags) {
+			select {
+			case captured <- append([]float32(nil), buf...): // a test may allocate here
+			default:
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Channels() != 1 || in.Channels() != 1 {
+		t.Fatalf("negotiated %d output and %d input channels, want mono", out.Channels(), in.Channels())
+	}
+	if err := in.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var got []float32
+	deadline := time.After(10 * time.Second)
+	for len(got) < 2*rate { // two seconds of capture
+		select {
+		case b := <-captured:
+			got = append(got, b...)
+		case <-deadline:
+			t.Fatalf("captured only %d samples in 10 s", len(got))
+		}
+	}
+	if info := out.Info(); info.OutputLatency <= 0 || info.SampleRate != rate {
+		t.Fatalf("stream info %+v: want an output latency and %d Hz", info, rate)
+	}
+	if err := out.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*device.Stream{in, out} {
+		select {
+		case <-s.Finished():
+		case <-time.After(5 * time.Second):
+			t.Fatal("stream not finished after Stop")
+		}
+		if s.Err() != nil {
+			t.Fatalf("stopped stream reports %v", s.Err())
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// This machine is shared and often overloaded: the sound path may stall for a few
+	// hundred milliseconds, which leaves silent gaps. The test asks that the tone, at its
+	// level, fills most of the capture, not all of it.
+	var blocks []string
+	good, total := 0, 0
+	for i := 0; i+2400 <= len(got); i += 2400 {
+		var s float64
+		for _, v := range got[i : i+2400] {
+			s += float64(v) * float64(v)
+		}
+		rms := math.Sqrt(s / 2400)
+		blocks = append(blocks, fmt.Sprintf("%.2f", rms))
+		total++
+		if math.Abs(rms-0.5/math.Sqrt2) < 0.03 {
+			good++
+		}
+	}
+	if good*2 < total {
+		t.Fatalf("the tone (RMS %.3f) fills only %d of %d 50 ms blocks of the capture: %s; longest gap between output callbacks %v, %d underflows",
+			0.5/math.Sqrt2, good, total, strings.Join(blocks, " "), time.Duration(maxOutGap.Load()), outUnderflows.Load())
+	}
+	if ahead := time.Duration(dacAhead.Load()); ahead <= 0 || ahead > time.Second {
+		t.Fatalf("output DAC time %v ahead of the callback: implausible", ahead)
+	}
+}
+
+// TestServerDeath kills the sound server under a running capture stream: the stream
+// must finish with ErrStreamFailed, and closing it must still work.
+func TestServerDeath(t *testing.T) {
+	for _, dir := range []device.Direction{device.Input, device.Output} {
+		t.Run(dir.String(), func(t *testing.T) {
+			srv, _ := withSink(t)
+			h := openHost(t)
+			d, err := h.Find("pulse", dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls atomic.Int64
+			var s *device.Stream
+			cfg := device.StreamConfig{Device: d, Latency: 20 * time.Millisecond}
+			if dir == device.Input {
+				s, err = h.OpenInput(cfg, func([]float32, int, device.Timing, device.Flags) { calls.Add(1) })
+			} else {
+				s, err = h.OpenOutput(cfg, func(b []float32, _ int, _ device.Timing, _ device.Flags) {
+					clear(b)
+					calls.Add(1)
+				})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Wait for the stream to run before pulling the plug.
+			for i := 0; calls.Load() < 5; i++ {
+				if i > 500 {
+					t.Fatalf("only %d callbacks in 5 s", calls.Load())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := srv.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-s.Finished():
+			case <-time.After(5 * time.Second):
+				t.Fatal("stream still running 5 s after the server died")
+			}
+			if !errors.Is(s.Err(), device.ErrStreamFailed) {
+				t.Fatalf("Err() = %v, want ErrStreamFailed", s.Err())
+			}
+			if err := s.Close(); err != nil {
+				t.Fatalf("Close after failure: %v", err)
+			}
+		})
+	}
+}
+
+// TestCallbackPanic checks that a panicking callback ends its stream with an error
+// instead of crashing the process.
+func TestCallbackPanic(t *testing.T) {
+	withSink(t)
+	h := openHost(t)
+	d, err := h.Find("pulse", device.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := h.OpenOutput(device.StreamConfig{Device: d}, func([]float32, int, device.Timing, device.Flags) { panic("boom") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Finished():
+	case <-time.After(5 * time.Second):
+		t.Fatal("stream with a panicking callback did not finish")
+	}
+	if err := s.Err(); !errors.Is(err, device.ErrStreamFailed) || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("Err() = %v", err)
+	}
+	// Host.Close closes the stream.
+}
+
+// TestQuietProbing runs PortAudio's device scan in a child process and checks that ALSA
+// and JACK print nothing unless Verbose asks for their messages.
+func TestQuietProbing(t *testing.T) {
+	if os.Getenv("PARLEY_DEVICE_PROBE") != "" {
+		h, err := device.Open(device.Options{Verbose: os.Getenv("PARLEY_DEVICE_PROBE") == "verbose"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Devices(); err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+		return
+	}
+	tests := []struct {
+		mode      string
+		wantNoise bool
+	}{{"quiet", false}, {"verbose", true}}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestQuietProbing$", "-test.count=1")
+			// No sound server: ALSA's pulse plugin, its card probes and JACK all complain.
+			cmd.Env = append(os.Environ(), "PARLEY_DEVICE_PROBE="+tc.mode, "PULSE_SERVER=unix:/nonexistent/native")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			cmd.Stdout = &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("probe: %v\n%s", err, stderr.String())
+			}
+			out := stderr.String()
+			noisy := strings.Contains(out, "ALSA lib") || strings.Contains(out, "jack server") || strings.Contains(out, "Cannot connect to server")
+			if noisy != tc.wantNoise {
+				t.Fatalf("%s probe printed noise: %v, want %v; output:\n%s", tc.mode, noisy, tc.wantNoise, out)
+			}
+		})
+	}
+}

@@ -1,0 +1,231 @@
+// Package device is Parley's PortAudio plumbing, shared by the microphone and speaker
+// modules and the command line: opening PortAudio (Host), listing host APIs and devices,
+// choosing a device by name, substring or index, and callback-driven float32 streams.
+//
+// Names survive reboots and re-plugging, indices do not: configurations should name
+// devices, and the index form exists for quick experiments with 'agent devices'.
+//
+// On Linux, PortAudio's probing makes ALSA and JACK print pages of diagnostics about
+// devices that do not exist (HDMI, modem, a JACK server nobody runs). Open silences
+// them by installing silent handlers in libasound and libjack and sets
+// JACK_NO_START_SERVER=1 so that probing never launches a JACK server; Options.Verbose
+// keeps the messages for debugging. PortAudio's own "Expression ... failed" lines,
+// printed when a stream dies, cannot be redirected (PortAudio does not export its debug
+// hook) and still reach stderr.
+package device
+
+/*
+#include <portaudio.h>
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// Options configure Open.
+type Options struct {
+	// Verbose keeps ALSA's and JACK's diagnostics on stderr instead of silencing them.
+	Verbose bool
+}
+
+// Host is one initialisation of PortAudio. Each user (the microphone, the speaker, the
+// command line) opens its own and closes it when done; PortAudio counts the
+// initialisations itself and shuts down with the last Close. PortAudio scans devices
+// when the first Host opens, so a device that appears later (a null sink loaded by a
+// test, a headset plugged in) is seen only once every Host was closed and a new one
+// opened.
+//
+// A Host is safe for concurrent use.
+type Host struct {
+	mu      sync.Mutex
+	closed  bool
+	streams map[*Stream]struct{}
+}
+
+// Open initialises PortAudio.
+func Open(opts Options) (*Host, error) {
+	if !opts.Verbose {
+		if _, set := os.LookupEnv("JACK_NO_START_SERVER"); !set {
+			// Probing must never start a JACK server as a side effect. This is the
+			// documented libjack switch; setting it process-wide is the only way to reach it.
+			_ = os.Setenv("JACK_NO_START_SERVER", "1")
+		}
+	}
+	paMu.Lock()
+	defer paMu.Unlock()
+	quietNative(!opts.Verbose)
+	if err := paError(C.Pa_Initialize()); err != nil {
+		return nil, fmt.Errorf("device: initialise PortAudio: %w", err)
+	}
+	return &Host{streams: make(map[*Stream]struct{})}, nil
+}
+
+// ErrClosed is returned by a Host or Stream used after Close.
+var ErrClosed = errors.New("device: closed")
+
+// Close closes the streams still open on h and releases h's PortAudio initialisation.
+// Closing twice is harmless.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	open := make([]*Stream, 0, len(h.streams))
+	for s := range h.streams {
+		open = append(open, s)
+	}
+	h.mu.Unlock()
+	var errs []error
+	for _, s := range open {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	paMu.Lock()
+	err := paError(C.Pa_Terminate())
+	paMu.Unlock()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("device: terminate PortAudio: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func (h *Host) check() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// HostAPI describes one of PortAudio's host APIs (ALSA, JACK, CoreAudio, WASAPI, ...).
+type HostAPI struct {
+	Index       int    `json:"index"`
+	Name        string `json:"name"`
+	DeviceCount int    `json:"device_count"`
+	// DefaultInput and DefaultOutput are device indices, -1 for none.
+	DefaultInput  int  `json:"default_input"`
+	DefaultOutput int  `json:"default_output"`
+	IsDefault     bool `json:"is_default"`
+}
+
+// Info describes a device as PortAudio sees it.
+type Info struct {
+	// Index is PortAudio's device index: valid until PortAudio rescans (the next time
+	// every Host was closed), and not stable across reboots.
+	Index   int    `json:"index"`
+	Name    string `json:"name"`
+	HostAPI string `json:"host_api"`
+	// MaxInputChannels and MaxOutputChannels are 0 for a device without that direction.
+	MaxInputChannels  int     `json:"max_input_channels"`
+	MaxOutputChannels int     `json:"max_output_channels"`
+	DefaultSampleRate float64 `json:"default_sample_rate"`
+	// The default latencies are PortAudio's suggestions for interactive (low) and
+	// robust (high) use.
+	DefaultLowInputLatency   time.Duration `json:"default_low_input_latency"`
+	DefaultHighInputLatency  time.Duration `json:"default_high_input_latency"`
+	DefaultLowOutputLatency  time.Duration `json:"default_low_output_latency"`
+	DefaultHighOutputLatency time.Duration `json:"default_high_output_latency"`
+	// IsDefaultInput and IsDefaultOutput mark the system's default devices (those of
+	// the default host API).
+	IsDefaultInput  bool `json:"is_default_input"`
+	IsDefaultOutput bool `json:"is_default_output"`
+}
+
+// Has reports whether the device works in direction dir.
+func (i Info) Has(dir Direction) bool {
+	if dir == Input {
+		return i.MaxInputChannels > 0
+	}
+	return i.MaxOutputChannels > 0
+}
+
+// HostAPIs lists PortAudio's host APIs.
+func (h *Host) HostAPIs() ([]HostAPI, error) {
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	paMu.Lock()
+	defer paMu.Unlock()
+	n := C.Pa_GetHostApiCount()
+	if n < 0 {
+		return nil, fmt.Errorf("device: host APIs: %w", paError(C.PaError(n)))
+	}
+	def := C.Pa_GetDefaultHostApi()
+	apis := make([]HostAPI, 0, int(n))
+	for i := C.PaHostApiIndex(0); i < n; i++ {
+		info := C.Pa_GetHostApiInfo(i)
+		if info == nil {
+			continue
+		}
+		apis = append(apis, HostAPI{
+			Index:         int(i),
+			Name:          C.GoString(info.name),
+			DeviceCount:   int(info.deviceCount),
+			DefaultInput:  int(info.defaultInputDevice),
+			DefaultOutput: int(info.defaultOutputDevice),
+			IsDefault:     i == def,
+		})
+	}
+	return apis, nil
+}
+
+// Devices lists every device PortAudio found, in index order.
+func (h *Host) Devices() ([]Info, error) {
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	paMu.Lock()
+	defer paMu.Unlock()
+	return devicesLocked()
+}
+
+func devicesLocked() ([]Info, error) {
+	n := C.Pa_GetDeviceCount()
+	if n < 0 {
+		return nil, fmt.Errorf("device: list devices: %w", paError(C.PaError(n)))
+	}
+	defIn, defOut := C.Pa_GetDefaultInputDevice(), C.Pa_GetDefaultOutputDevice()
+	out := make([]Info, 0, int(n))
+	for i := C.PaDeviceIndex(0); i < n; i++ {
+		d := C.Pa_GetDeviceInfo(i)
+		if d == nil {
+			continue
+		}
+		info := Info{
+			Index:                    int(i),
+			Name:                     C.GoString(d.name),
+			MaxInputChannels:         int(d.maxInputChannels),
+			MaxOutputChannels:        int(d.maxOutputChannels),
+			DefaultSampleRate:        float64(d.defaultSampleRate),
+			DefaultLowInputLatency:   seconds(d.defaultLowInputLatency),
+			DefaultHighInputLatency:  seconds(d.defaultHighInputLatency),
+			DefaultLowOutputLatency:  seconds(d.defaultLowOutputLatency),
+			DefaultHighOutputLatency: seconds(d.defaultHighOutputLatency),
+			IsDefaultInput:           i == defIn,
+			IsDefaultOutput:          i == defOut,
+		}
+		if api := C.Pa_GetHostApiInfo(d.hostApi); api != nil {
+			info.HostAPI = C.GoString(api.name)
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// Find returns the device that spec names for direction dir; see Select for the rules.
+func (h *Host) Find(spec string, dir Direction) (Info, error) {
+	devs, err := h.Devices()
+	if err != nil {
+		return Info{}, err
+	}
+	return Select(devs, spec, dir)
+}

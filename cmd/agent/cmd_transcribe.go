@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/engines/ggml"
+	"github.com/parley-voice/parley/engines/whisper"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/source"
+	"github.com/parley-voice/parley/modules/vad"
+	"go.uber.org/zap"
+)
+
+func transcribeCommand() command {
+	return command{
+		Name:    "transcribe",
+		Summary: "recognise a WAV file incrementally: print the ADD/REVOKE/COMMIT word stream and the final text",
+		Run:     runTranscribe,
+	}
+}
+
+// hearingFlags are the flags of the listening pipeline (source → vad → asr) that
+// transcribe and wer share.
+type hearingFlags struct {
+	vadCfg   vad.Config
+	asrCfg   asr.Config
+	realtime bool
+}
+
+func (h *hearingFlags) register(a *app, fs *flag.FlagSet) {
+	h.vadCfg = vad.DefaultConfig()
+	h.vadCfg.Model = sharedModel(a, vad.DefaultModelFile)
+	h.asrCfg = asr.DefaultConfig()
+	h.asrCfg.Whisper.Model = filepath.Join(a.paths.Models, "ggml-base.en.bin")
+	fs.StringVar(&h.asrCfg.Engine, "engine", h.asrCfg.Engine, "recogniser: pocketsphinx or whisper")
+	fs.StringVar(&h.asrCfg.Whisper.Model, "model", h.asrCfg.Whisper.Model, "whisper model file (--engine whisper)")
+	fs.IntVar(&h.asrCfg.Whisper.Threads, "threads", h.asrCfg.Whisper.Threads, "whisper decoding threads (0: min(4, CPUs))")
+	fs.StringVar(&h.asrCfg.Whisper.Language, "language", h.asrCfg.Whisper.Language, "whisper language code, or auto")
+	fs.StringVar(&h.asrCfg.Whisper.Prompt, "prompt", h.asrCfg.Whisper.Prompt, "whisper initial prompt")
+	fs.StringVar(&h.asrCfg.Pocketsphinx.HMM, "ps-hmm", "", "pocketsphinx acoustic model directory (default: the en-us model)")
+	fs.StringVar(&h.asrCfg.Pocketsphinx.LM, "ps-lm", "", "pocketsphinx language model (default: the en-us model)")
+	fs.StringVar(&h.asrCfg.Pocketsphinx.Dict, "ps-dict", "", "pocketsphinx dictionary (default: the en-us model)")
+	fs.BoolVar(&h.asrCfg.Pocketsphinx.FinalPass, "ps-final-pass", h.asrCfg.Pocketsphinx.FinalPass, "pocketsphinx: decode each utterance once more, whole, at the end of the turn (as pocketsphinx single does)")
+	fs.DurationVar(&h.asrCfg.Hop, "hop", h.asrCfg.Hop, "new audio between partial hypotheses")
+	fs.IntVar(&h.asrCfg.Agreement, "agreement", h.asrCfg.Agreement, "hypotheses that must agree before a word is reported")
+	fs.BoolVar(&h.asrCfg.EmitUnstable, "unstable", false, "also report words local agreement has not confirmed yet")
+	h.registerVAD(fs)
+	fs.BoolVar(&h.realtime, "realtime", false, "play the file in real time (default: as fast as possible on a virtual clock)")
+}
+
+// registerVAD adds the VAD's flags (shared with agent vad).
+func (h *hearingFlags) registerVAD(fs *flag.FlagSet) {
+	c := &h.vadCfg
+	fs.StringVar(&c.Model, "vad-model", c.Model, "Silero VAD model (whisper.cpp ggml format)")
+	thr := float64(c.Threshold)
+	fs.Func("threshold", fmt.Sprintf("speech probability that starts speech (default %g)", thr), floatFlag(&c.Threshold))
+	fs.Func("neg-threshold", "probability below which silence starts (default: threshold-0.15)", floatFlag(&c.NegThreshold))
+	fs.DurationVar(&c.MinSpeech, "min-speech", c.MinSpeech, "shortest speech that counts")
+	fs.DurationVar(&c.MinSilence, "min-silence", c.MinSilence, "silence that ends a segment")
+	fs.DurationVar(&c.SpeechPad, "pad", c.SpeechPad, "padding added before and after each segment")
+	fs.DurationVar(&c.MergeGap, "merge-gap", c.MergeGap, "segments closer than this are merged")
+	fs.DurationVar(&c.EndOfTurn, "eot", c.EndOfTurn, "silence after speech that ends the user's turn")
+}
+
+func floatFlag(dst *float32) func(string) error {
+	return func(s string) error {
+		var v float64
+		if _, err := fmt.Sscan(s, &v); err != nil {
+			return fmt.Errorf("not a number: %q", s)
+		}
+		*dst = float32(v)
+		return nil
+	}
+}
+
+// sharedModel returns the path of a model file: in the shared test assets when they
+// hold it, else in the models folder (where agent models pull puts it).
+func sharedModel(a *app, file string) string {
+	if a.paths.Shared != "" {
+		p := filepath.Join(a.paths.Shared, "models", file)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return filepath.Join(a.paths.Models, file)
+}
+
+// hearing is the listening half of the agent: a reusable VAD scorer and ASR engine,
+// with a network per file.
+type hearing struct {
+	flags  *hearingFlags
+	log    *zap.Logger
+	scorer *whisper.VAD
+	engine asr.ClosableEngine
+}
+
+func (h *hearingFlags) validate(withASR bool) error {
+	if err := h.vadCfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if !withASR {
+		return nil
+	}
+	if err := h.asrCfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if h.asrCfg.Engine != "pocketsphinx" && h.asrCfg.Engine != "whisper" {
+		return usageErrorf("--engine %q: want pocketsphinx or whisper", h.asrCfg.Engine)
+	}
+	return nil
+}
+
+// openHearing loads the VAD model and, when withASR, the recogniser.
+func openHearing(a *app, f *hearingFlags, withASR bool) (*hearing, error) {
+	if err := f.validate(withASR); err != nil {
+		return nil, err
+	}
+	if err := ggml.LoadBackends(); err != nil {
+		return nil, err
+	}
+	if !a.log.Core().Enabled(zap.DebugLevel) {
+		whisper.SetLogLevel(whisper.LogError) // libwhisper logs every VAD call at INFO
+	}
+	if _, err := os.Stat(f.vadCfg.Model); err != nil {
+		return nil, fmt.Errorf("VAD model: %w (agent models pull silero-vad, or --vad-model)", err)
+	}
+	scorer, err := whisper.NewVAD(f.vadCfg.Model, whisper.VADParams{Threads: f.vadCfg.Threads})
+	if err != nil {
+		return nil, err
+	}
+	h := &hearing{flags: f, log: a.log, scorer: scorer}
+	if !withASR {
+		return h, nil
+	}
+	if f.asrCfg.Engine == "whisper" {
+		if _, err := os.Stat(f.asrCfg.Whisper.Model); err != nil {
+			scorer.Close()
+			return nil, fmt.Errorf("whisper model: %w (agent models pull whisper-base.en, or --model)", err)
+		}
+	}
+	if h.engine, err = asr.OpenEngine(f.asrCfg); err != nil {
+		scorer.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *hearing) Close() error {
+	var errs []error
+	if h.engine != nil {
+		errs = append(errs, h.engine.Close())
+	}
+	errs = append(errs, h.scorer.Close())
+	return errors.Join(errs...)
+}
+
+// run plays path through source → vad (→ asr when the engine is open) and hands
+// every update the last module sends to sink, on sink's own goroutine.
+func (h *hearing) run(ctx context.Context, path string, sink func(at time.Duration, up iu.Update) error) error {
+	var clk clock.Clock = clock.Real{}
+	if !h.flags.realtime {
+		v := clock.NewVirtual(time.Now())
+		defer v.Close()
+		clk = v
+	}
+	net := iu.NewNetwork(iu.WithClock(clk), iu.WithLogger(h.log))
+	// A second of silence after the recording lets the last turn end by silence, as it
+	// would in a conversation.
+	src, err := source.NewFile("source", path, source.Config{TailSilence: time.Second})
+	if err != nil {
+		return err
+	}
+	v, err := vad.New("vad", h.flags.vadCfg, h.scorer)
+	if err != nil {
+		return err
+	}
+	last := iu.Module(v)
+	mods := []iu.Module{src, v}
+	links := [][2]string{{"source", "vad"}}
+	if h.engine != nil {
+		a, err := asr.New("asr", h.flags.asrCfg, h.engine)
+		if err != nil {
+			return err
+		}
+		mods = append(mods, a)
+		links = append(links, [2]string{"source", "asr"}, [2]string{"vad", "asr"})
+		last = a
+	}
+	out := iu.ModuleFunc{ModuleName: "out", Fn: func(ctx context.Context, p *iu.Ports) error {
+		start := p.Now()
+		for {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil {
+				return err
+			}
+			switch ev.Kind {
+			case iu.EventMessage:
+				for _, up := range ev.Message.Updates {
+					if err := sink(p.Now().Sub(start), up); err != nil {
+						return err
+					}
+				}
+			case iu.EventInputDone:
+				return nil
+			}
+		}
+	}}
+	mods = append(mods, out)
+	links = append(links, [2]string{last.Name(), "out"})
+	if err := net.Add(mods...); err != nil {
+		return err
+	}
+	for _, l := range links {
+		if err := net.ConnectNames(l[0], l[1]); err != nil {
+			return err
+		}
+	}
+	return net.Run(ctx)
+}
+
+// transcript runs path through the pipeline and returns its utterances, printing the
+// word stream to w when w is not nil (UPDATEs only when updates is set).
+func (h *hearing) transcript(ctx context.Context, path string, w io.Writer, updates bool) ([]asr.Utterance, error) {
+	var utts []asr.Utterance
+	err := h.run(ctx, path, func(at time.Duration, up iu.Update) error {
+		if w != nil && (updates || up.Type != iu.UpdatePayload) {
+			printUpdate(w, at, up)
+		}
+		if u, ok := up.IU.Payload.(asr.Utterance); ok && up.Type == iu.Add {
+			utts = append(utts, u)
+		}
+		return nil
+	})
+	return utts, err
+}
+
+func printUpdate(w io.Writer, at time.Duration, up iu.Update) {
+	switch pl := up.IU.Payload.(type) {
+	case asr.Word:
+		fmt.Fprintf(w, "%7.2fs  %-6s  %-18q %6.2f–%.2fs  stability %.2f", at.Seconds(), strings.ToUpper(up.Type.String()),
+			pl.Text, pl.Start.Seconds(), pl.End.Seconds(), pl.Stability)
+		if pl.Confidence > 0 {
+			fmt.Fprintf(w, "  confidence %.2f", pl.Confidence)
+		}
+		fmt.Fprintln(w)
+	case asr.Utterance:
+		if up.Type == iu.Add {
+			fmt.Fprintf(w, "%7.2fs  utterance %d (%.2f–%.2fs): %q\n", at.Seconds(), pl.ID, pl.Start.Seconds(), pl.End.Seconds(), pl.Text)
+		}
+	}
+}
+
+func runTranscribe(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "transcribe", "FILE.wav")
+	var hf hearingFlags
+	hf.register(a, fs)
+	updates := fs.Bool("updates", false, "also print UPDATEs (a word's stability or confidence changed)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErrorf("want one WAV file")
+	}
+	h, err := openHearing(a, &hf, true)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	utts, err := h.transcript(ctx, pos[0], a.stdout, *updates)
+	if err != nil {
+		return err
+	}
+	var texts []string
+	for _, u := range utts {
+		if u.Text != "" {
+			texts = append(texts, u.Text)
+		}
+	}
+	fmt.Fprintf(a.stdout, "final: %s\n", strings.Join(texts, " "))
+	return nil
+}

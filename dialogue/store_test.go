@@ -1,0 +1,228 @@
+package dialogue
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The LLM module depends on this method set; keep it exact.
+var _ interface {
+	BuildPrompt(ctx context.Context, turnID int) (prompt string, stop []string, err error)
+} = (*Store)(nil)
+
+func TestStoreConcurrentUse(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t, NewHistory(mustFormat(t, "chatml"), "S"), nil, StoreConfig{Tokenizer: wordTokenizer{}, ContextSize: 400, ReplyReserve: 100})
+	const writers, each = 4, 50
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				speaker := User
+				if i%2 == 1 {
+					speaker = Agent
+				}
+				if err := s.AppendUtterance(ctx, Utterance{Speaker: speaker, Text: "word word word", TurnID: i*writers + w}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				fp, err := s.Prompt(ctx, 1<<30)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if fp.Tokens > 300 {
+					t.Errorf("%d tokens over the budget", fp.Tokens)
+				}
+				if _, err := s.Snapshot(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	h, err := s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	utts := h.Utterances()
+	if len(utts) != writers*each {
+		t.Fatalf("%d utterances", len(utts))
+	}
+	for i := 1; i < len(utts); i++ {
+		if utts[i].TurnID < utts[i-1].TurnID {
+			t.Fatalf("turn ids decrease at %d", i)
+		}
+	}
+}
+
+func TestStoreOperations(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t, NewHistory(mustFormat(t, "llama2"), "S", WithInterruptedMark("...")), nil, StoreConfig{
+		Input: InputChain{CollapseSpaces(), ReplaceText("maths", "mathematics")},
+	})
+	if err := s.AppendUtterance(ctx, Utterance{Speaker: User, Text: "  I love   maths ", TurnID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	clauses := []string{"So do I!", "Let us count to 3.5 together."}
+	if err := s.AppendUtterance(ctx, Utterance{Speaker: Agent, Text: JoinClauses(clauses), TurnID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ws := strings.Index(clauses[1], "count")
+	u, err := s.CutInterrupted(ctx, Heard{TurnID: 1, ClauseID: 1, Clauses: clauses, WordStart: ws, WordEnd: ws + 5, WordFraction: 0.8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Text != "So do I! Let us count" || !u.Interrupted {
+		t.Errorf("cut %+v", u)
+	}
+	if _, err := s.CutInterrupted(ctx, Heard{TurnID: 1, Clauses: []string{"other"}}); !errors.Is(err, ErrClauseMismatch) {
+		t.Errorf("mismatch: %v", err)
+	}
+	if err := s.AppendUtterance(ctx, Utterance{Speaker: User, Text: "wait", TurnID: 2}); err != nil {
+		t.Fatal(err)
+	}
+	prev, err := s.SetSystemPrompt(ctx, "T")
+	if err != nil || prev != "S" {
+		t.Errorf("set: %q %v", prev, err)
+	}
+	prompt, stop, err := s.BuildPrompt(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[INST] <<SYS>>\nT\n<</SYS>>\n\nChild : I love mathematics\n\nTeacher : So do I! Let us count...\n\nChild : wait\n\n[/INST]\nTeacher :"
+	if prompt != want {
+		t.Errorf("prompt %q\nwant   %q", prompt, want)
+	}
+	if strings.Join(stop, "|") != "Child :|Teacher :|[INST]" {
+		t.Errorf("stop %q", stop)
+	}
+	prev, err = s.ResetSystemPrompt(ctx)
+	if err != nil || prev != "T" {
+		t.Errorf("reset: %q %v", prev, err)
+	}
+	if err := s.AppendUtterance(ctx, Utterance{Speaker: 0}); !errors.Is(err, ErrInvalidUtterance) {
+		t.Errorf("invalid utterance: %v", err)
+	}
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := s.BuildPrompt(cancelled, 2); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+
+	s.Close()
+	s.Close() // idempotent
+	if err := s.AppendUtterance(ctx, Utterance{Speaker: User, Text: "x", TurnID: 3}); !errors.Is(err, ErrStoreClosed) {
+		t.Errorf("after close: %v", err)
+	}
+	if _, _, err := s.BuildPrompt(ctx, 3); !errors.Is(err, ErrStoreClosed) {
+		t.Errorf("after close: %v", err)
+	}
+}
+
+func TestStoreContextTooSmall(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t, NewHistory(mustFormat(t, "plain"), strings.Repeat("long ", 50)), nil,
+		StoreConfig{Tokenizer: wordTokenizer{}, ContextSize: 40, ReplyReserve: 10})
+	if err := s.AppendUtterance(ctx, Utterance{Speaker: User, Text: "hi", TurnID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.BuildPrompt(ctx, 1); !errors.Is(err, ErrContextTooSmall) {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestNewStoreChecks(t *testing.T) {
+	ctx := context.Background()
+	h := NewHistory(mustFormat(t, "plain"), "")
+	tests := []struct {
+		name string
+		mem  Memory
+		cfg  StoreConfig
+	}{
+		{"fitting without tokenizer", nil, StoreConfig{ContextSize: 100}},
+		{"reserve larger than context", nil, StoreConfig{Tokenizer: wordTokenizer{}, ContextSize: 100, ReplyReserve: 100}},
+		{"negative context", nil, StoreConfig{ContextSize: -1}},
+		{"summary memory without summarizer", SummaryMemory(), StoreConfig{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if s, err := NewStore(ctx, h, tc.mem, tc.cfg); err == nil {
+				s.Close()
+				t.Fatal("accepted")
+			}
+		})
+	}
+	if _, err := NewStore(ctx, nil, nil, StoreConfig{}); err == nil {
+		t.Error("nil history accepted")
+	}
+}
+
+func TestStoreStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := NewStore(ctx, NewHistory(mustFormat(t, "plain"), ""), nil, StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cancel()
+	<-s.done
+	if _, err := s.Snapshot(context.Background()); !errors.Is(err, ErrStoreClosed) {
+		t.Errorf("after cancel: %v", err)
+	}
+}
+
+// With FitSlack the prompt's first utterance stays put for several turns once the
+// context is full, instead of moving every turn; every prompt still fits.
+func TestStoreFitSlackKeepsThePromptStart(t *testing.T) {
+	ctx := context.Background()
+	const contextSize = 40 // tokens; an exchange takes 4 (wordTokenizer)
+	starts := func(slack int) (changes int) {
+		s := newTestStore(t, NewHistory(mustFormat(t, "plain"), "S"), nil,
+			StoreConfig{Tokenizer: wordTokenizer{}, ContextSize: contextSize, FitSlack: slack})
+		prev := ""
+		for i, u := range conversation(30) {
+			if err := s.AppendUtterance(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+			if i%2 == 1 {
+				continue
+			}
+			fp, err := s.Prompt(ctx, u.TurnID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fp.Tokens > contextSize {
+				t.Fatalf("slack %d, turn %d: %d tokens", slack, u.TurnID, fp.Tokens)
+			}
+			if !strings.HasSuffix(fp.Text, "User: "+u.Text+"\nAssistant:") {
+				t.Fatalf("question missing: %q", fp.Text)
+			}
+			first := strings.SplitN(strings.TrimPrefix(fp.Text, "S\n\n"), "\n", 2)[0]
+			if first != prev {
+				changes++
+			}
+			prev = first
+		}
+		return changes
+	}
+	tight, slack := starts(0), starts(16)
+	t.Logf("prompt start changes: %d without slack, %d with slack", tight, slack)
+	if tight < 20 || slack > tight/3 {
+		t.Errorf("the prompt start changed %d times without slack and %d times with it", tight, slack)
+	}
+}

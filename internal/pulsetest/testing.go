@@ -1,0 +1,64 @@
+package pulsetest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/parley-voice/parley/internal/testenv"
+)
+
+// New starts a private server for t in t.TempDir(), points this process's PulseAudio
+// clients (and so PortAudio) at it with t.Setenv, and stops it when the test ends. A
+// missing pulseaudio skips the test, or fails it in CI. Because it sets the process
+// environment, tests that use it cannot run in parallel.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start(context.Background(), shortTempDir(t))
+	if errors.Is(err, ErrNotInstalled) {
+		testenv.Missing(t, "pulseaudio", testenv.EnvFix)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Logf("pulseaudio log (last lines):\n%s", s.LogTail(40))
+		}
+	})
+	for _, kv := range s.ClientEnv() {
+		name, value, _ := strings.Cut(kv, "=")
+		t.Setenv(name, value)
+	}
+	return s
+}
+
+// NullSink loads a null sink for t and fails the test if that does not work.
+func (s *Server) NullSink(t testing.TB, name string, opts SinkOptions) Sink {
+	t.Helper()
+	sink, err := s.LoadNullSink(context.Background(), name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sink
+}
+
+// shortTempDir returns a temporary directory whose path leaves room for the socket
+// name: t.TempDir() nests the test's name, which can be long.
+func shortTempDir(t testing.TB) string {
+	dir := t.TempDir()
+	if len(dir) < 90 {
+		return dir
+	}
+	short, err := os.MkdirTemp("", "pulse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(short) })
+	return short
+}

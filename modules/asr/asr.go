@@ -1,0 +1,102 @@
+// Package asr is the incremental speech recognition module. It listens to the user's
+// audio and to the VAD's segments, recognises each user turn with an Engine while the
+// user speaks, and reports words as they become stable: ADD for a new word, REVOKE when
+// the recogniser changed its mind, COMMIT of every surviving word at the end of the
+// turn, followed by the whole Utterance.
+package asr
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Word is the payload of a recognised word (kind "word").
+type Word struct {
+	Text string
+	// Start and End are stream positions (time since the start of the audio stream).
+	Start, End time.Duration
+	// Stability is the share of the recent hypotheses that agree on this word (and all
+	// words before it): 1 for words that passed local agreement and for committed words.
+	Stability float32
+	// Confidence is the engine's probability for the word, 0 when it gives none (for
+	// example pocketsphinx before the final decode).
+	Confidence float32
+	// Utterance is the ID of the utterance the word belongs to.
+	Utterance int
+}
+
+// Kind implements iu.Payload.
+func (Word) Kind() string { return "word" }
+
+// Summary implements iu.Payload.
+func (w Word) Summary() string {
+	return fmt.Sprintf("%q %.2fs–%.2fs stability %.2f", w.Text, w.Start.Seconds(), w.End.Seconds(), w.Stability)
+}
+
+// Utterance is the payload of a whole user utterance (kind "utterance"), ADDed and
+// COMMITted after the final decode at the end of the turn. It is grounded in its words.
+type Utterance struct {
+	ID   int
+	Text string
+	// Words are the committed words, in order.
+	Words []Word
+	// Start and End span the user's speech (from the VAD's end of turn, or the audio
+	// when the input ended without one).
+	Start, End time.Duration
+	// AudioStart and AudioEnd span the audio that was decoded (speech plus pre-roll and
+	// trailing silence).
+	AudioStart, AudioEnd time.Duration
+}
+
+// Kind implements iu.Payload.
+func (Utterance) Kind() string { return "utterance" }
+
+// Summary implements iu.Payload.
+func (u Utterance) Summary() string {
+	return fmt.Sprintf("utterance %d %.2fs–%.2fs %q", u.ID, u.Start.Seconds(), u.End.Seconds(), u.Text)
+}
+
+// Engine recognises one utterance at a time from 16 kHz mono audio. The module calls it
+// from one goroutine at a time (never concurrently), in the order Start, Feed and
+// Partial any number of times, then Final; then Start again for the next utterance.
+type Engine interface {
+	// Start begins a new utterance, dropping whatever the previous one left.
+	Start(ctx context.Context) error
+	// Feed appends samples to the utterance.
+	Feed(ctx context.Context, samples []float32) error
+	// Partial returns the current hypothesis of everything fed so far.
+	Partial(ctx context.Context) (Hypothesis, error)
+	// Final returns the final hypothesis of the whole utterance and ends it.
+	Final(ctx context.Context) (Hypothesis, error)
+}
+
+// Hypothesis is a recogniser's view of an utterance.
+type Hypothesis struct {
+	Words []HypWord
+}
+
+// Text joins the words with spaces.
+func (h Hypothesis) Text() string { return JoinWords(h.Words) }
+
+// HypWord is a word of a hypothesis.
+type HypWord struct {
+	Text string
+	// Start and End are relative to the first sample fed for the utterance.
+	Start, End time.Duration
+	// Confidence is the engine's probability for the word; 0 when unknown.
+	Confidence float32
+}
+
+// JoinWords joins the texts of words with single spaces.
+func JoinWords(words []HypWord) string {
+	var b strings.Builder
+	for i, w := range words {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w.Text)
+	}
+	return b.String()
+}

@@ -1,0 +1,515 @@
+package asr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/vad"
+)
+
+var virtualStart = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// received is an update as a consumer saw it, with the network clock's offset.
+type received struct {
+	at time.Duration
+	up iu.Update
+}
+
+// collector records everything it receives; the slice is read after the network ran.
+func collector(name string, out *[]received) iu.Module {
+	return iu.ModuleFunc{ModuleName: name, Fn: func(ctx context.Context, p *iu.Ports) error {
+		start := p.Now()
+		for {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil {
+				return err
+			}
+			switch ev.Kind {
+			case iu.EventMessage:
+				for _, up := range ev.Message.Updates {
+					*out = append(*out, received{at: p.Now().Sub(start), up: up})
+				}
+			case iu.EventInputDone:
+				return nil
+			}
+		}
+	}}
+}
+
+// contract checks the ASR's output against the rules consumers rely on and returns the
+// utterances in order:
+//   - every word is ADDed once, then possibly UPDATEd, then COMMITted or REVOKEd, and
+//     every word is finished by the end;
+//   - no revoked word is ever committed;
+//   - an utterance is ADDed and COMMITted at once, grounded in exactly its committed
+//     words, and its text is their texts joined;
+//   - words are grounded in audio IUs.
+func contract(t *testing.T, got []received) []Utterance {
+	t.Helper()
+	state := map[iu.ID]iu.UpdateType{}
+	var committed []iu.IU // words committed since the last utterance
+	var utts []Utterance
+	for i, r := range got {
+		u := r.up.IU
+		switch pl := u.Payload.(type) {
+		case Word:
+			prev, seen := state[u.ID]
+			switch r.up.Type {
+			case iu.Add:
+				if seen {
+					t.Fatalf("update %d: word %s added twice", i, u.ID)
+				}
+				if len(u.GroundedIn) == 0 {
+					t.Errorf("update %d: word %q grounded in nothing", i, pl.Text)
+				}
+			case iu.UpdatePayload:
+				if !seen || prev == iu.Commit || prev == iu.Revoke {
+					t.Fatalf("update %d: update of word %s after %v", i, u.ID, prev)
+				}
+			case iu.Commit:
+				if prev == iu.Revoke {
+					t.Fatalf("update %d: revoked word %s %q committed", i, u.ID, pl.Text)
+				}
+				if !seen || prev == iu.Commit {
+					t.Fatalf("update %d: commit of word %s after %v", i, u.ID, prev)
+				}
+				committed = append(committed, u)
+			case iu.Revoke:
+				if !seen || prev == iu.Commit || prev == iu.Revoke {
+					t.Fatalf("update %d: revoke of word %s after %v", i, u.ID, prev)
+				}
+			}
+			state[u.ID] = r.up.Type
+		case Utterance:
+			if r.up.Type == iu.Add {
+				if i+1 >= len(got) || got[i+1].up.Type != iu.Commit || got[i+1].up.IU.ID != u.ID {
+					t.Fatalf("update %d: utterance %d not committed at once", i, pl.ID)
+				}
+				ids := make([]iu.ID, len(committed))
+				var words []string
+				for j, c := range committed {
+					ids[j] = c.ID
+					w := c.Payload.(Word)
+					words = append(words, w.Text)
+					if w.Utterance != pl.ID {
+						t.Errorf("word %q of utterance %d says utterance %d", w.Text, pl.ID, w.Utterance)
+					}
+				}
+				if !slices.Equal(u.GroundedIn, ids) {
+					t.Errorf("utterance %d grounded in %v, committed words %v", pl.ID, u.GroundedIn, ids)
+				}
+				if pl.Text != strings.Join(words, " ") || len(pl.Words) != len(committed) {
+					t.Errorf("utterance %d text %q, committed words %q", pl.ID, pl.Text, words)
+				}
+				utts = append(utts, pl)
+				committed = nil
+			}
+		default:
+			t.Fatalf("update %d: the ASR sent a %s IU", i, u.Payload.Kind())
+		}
+	}
+	for id, st := range state {
+		if st != iu.Commit && st != iu.Revoke {
+			t.Errorf("word %s left open (last %v)", id, st)
+		}
+	}
+	if len(committed) > 0 {
+		t.Errorf("%d words committed without an utterance", len(committed))
+	}
+	return utts
+}
+
+// scripted is an Engine whose partial hypotheses follow a script.
+type scripted struct {
+	partials []string // returned by successive Partial calls; the last repeats
+	final    string
+	failAt   string // "partial" or "final": return an error there
+	block    bool   // Partial waits for its context to be cancelled
+
+	mu       sync.Mutex // the test reads the log while workers may still write it
+	log      []string
+	fed      int
+	nPartial int
+}
+
+func (e *scripted) record(s string) {
+	e.mu.Lock()
+	e.log = append(e.log, s)
+	e.mu.Unlock()
+}
+
+func (e *scripted) calls() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.log)
+}
+
+func (e *scripted) words(text string) Hypothesis {
+	var h Hypothesis
+	for i, w := range strings.Fields(text) {
+		h.Words = append(h.Words, HypWord{Text: w, Start: time.Duration(i) * 100 * time.Millisecond, End: time.Duration(i+1) * 100 * time.Millisecond, Confidence: 0.5})
+	}
+	return h
+}
+
+func (e *scripted) Start(ctx context.Context) error {
+	e.record("start")
+	e.fed = 0
+	e.nPartial = 0
+	return nil
+}
+
+func (e *scripted) Feed(ctx context.Context, s []float32) error {
+	e.fed += len(s)
+	return nil
+}
+
+func (e *scripted) Partial(ctx context.Context) (Hypothesis, error) {
+	e.record("partial")
+	if e.failAt == "partial" {
+		return Hypothesis{}, errors.New("engine broke")
+	}
+	if e.block {
+		<-ctx.Done()
+		e.record("partial cancelled")
+		return Hypothesis{}, ctx.Err()
+	}
+	i := min(e.nPartial, len(e.partials)-1)
+	e.nPartial++
+	if i < 0 {
+		return Hypothesis{}, nil
+	}
+	return e.words(e.partials[i]), nil
+}
+
+func (e *scripted) Final(ctx context.Context) (Hypothesis, error) {
+	e.record(fmt.Sprintf("final %d", e.fed))
+	if e.failAt == "final" {
+		return Hypothesis{}, errors.New("engine broke")
+	}
+	return e.words(e.final), nil
+}
+
+// step is one action of a driver: send frames of silence, a segment onset, or an end of
+// turn.
+type step struct {
+	frames int
+	onset  bool
+	eot    bool
+}
+
+const frameLen = 320 // 20 ms
+
+// driver plays a script of audio frames and VAD IUs, one frame per 20 ms of the
+// network clock when pace is set, as fast as possible otherwise.
+func driver(steps []step, pace bool) iu.Module {
+	return iu.ModuleFunc{ModuleName: "driver", Fn: func(ctx context.Context, p *iu.Ports) error {
+		start := p.Now()
+		var pos, segStart int64
+		var seg iu.IU
+		for _, s := range steps {
+			switch {
+			case s.onset:
+				segStart = pos
+				seg = p.NewIU(vad.Segment{Start: durOf(pos)})
+				if err := p.Send(ctx, iu.AddOf(seg)); err != nil {
+					return err
+				}
+			case s.eot:
+				pl := seg.Payload.(vad.Segment)
+				pl.End = durOf(pos - 8000) // the speech ended 500 ms ago
+				seg.Payload = pl
+				e := p.NewIU(vad.EndOfTurn{SpeechStart: durOf(segStart), SpeechEnd: pl.End, Silence: 500 * time.Millisecond})
+				if err := p.Send(ctx, iu.CommitOf(seg), iu.AddOf(e), iu.CommitOf(e)); err != nil {
+					return err
+				}
+			}
+			for range s.frames {
+				if pace {
+					for {
+						ev, err := p.Next(ctx, start.Add(durOf(pos)))
+						if err != nil {
+							return err
+						}
+						if ev.Kind == iu.EventDeadline {
+							break
+						}
+					}
+				}
+				f := audio.Frame{Samples: make([]float32, frameLen), Rate: audio.PipelineRate, Channels: 1, Start: pos}
+				u := p.NewIU(f)
+				if err := p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
+					return err
+				}
+				pos += frameLen
+			}
+		}
+		return nil
+	}}
+}
+
+// runScripted runs a driver into an ASR module with engine e and returns what the ASR
+// sent and the network's error.
+func runScripted(t *testing.T, cfg Config, e Engine, steps []step, virtual bool) ([]received, error) {
+	t.Helper()
+	var opts []iu.Option
+	if virtual {
+		clk := clock.NewVirtual(virtualStart)
+		defer clk.Close()
+		opts = append(opts, iu.WithClock(clk))
+	}
+	net := iu.NewNetwork(opts...)
+	m, err := New("asr", cfg, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []received
+	d := driver(steps, virtual)
+	if err := net.Add(d, m, collector("sink", &got)); err != nil {
+		t.Fatal(err)
+	}
+	if err := net.Connect(d, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := net.ConnectNames("asr", "sink"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return got, net.Run(ctx)
+}
+
+// trace renders the word updates as "add a", "revoke b", ... for comparison.
+func trace(got []received) []string {
+	var out []string
+	for _, r := range got {
+		switch pl := r.up.IU.Payload.(type) {
+		case Word:
+			out = append(out, r.up.Type.String()+" "+pl.Text)
+		case Utterance:
+			if r.up.Type == iu.Add {
+				out = append(out, "utterance "+pl.Text)
+			}
+		}
+	}
+	return out
+}
+
+func scriptedConfig() Config {
+	c := DefaultConfig()
+	c.Hop = 100 * time.Millisecond
+	return c
+}
+
+// TestModuleScripted drives the module with scripted hypotheses and checks the exact
+// stream of word updates: local agreement holds words back until two hypotheses agree,
+// a confirmed correction revokes the word it replaces, and the final decode decides.
+func TestModuleScripted(t *testing.T) {
+	turn := []step{{frames: 20}, {onset: true}, {frames: 40}, {eot: true}, {frames: 20}}
+	tests := []struct {
+		name     string
+		partials []string
+		final    string
+		unstable bool
+		want     []string
+	}{
+		{
+			name:     "growth",
+			partials: []string{"go", "go forward", "go forward ten", "go forward ten meters"},
+			final:    "go forward ten meters",
+			want: []string{"add go", "add forward", "add ten", "add meters",
+				"commit go", "commit forward", "commit ten", "commit meters", "utterance go forward ten meters"},
+		},
+		{
+			name:     "flicker is held back",
+			partials: []string{"a", "a b", "a x", "a b", "a x", "a b c", "a b c"},
+			final:    "a b c",
+			want:     []string{"add a", "add b", "add c", "commit a", "commit b", "commit c", "utterance a b c"},
+		},
+		{
+			name:     "confirmed correction revokes",
+			partials: []string{"a", "a b", "a b", "a c d", "a c d"},
+			final:    "a c d",
+			want:     []string{"add a", "add b", "revoke b", "add c", "add d", "commit a", "commit c", "commit d", "utterance a c d"},
+		},
+		{
+			name:     "the final decode overrules the partials",
+			partials: []string{"ice", "ice cream", "ice cream"},
+			final:    "i scream now",
+			want:     []string{"add ice", "add cream", "revoke cream", "revoke ice", "add i", "add scream", "add now", "commit i", "commit scream", "commit now", "utterance i scream now"},
+		},
+		{
+			name:     "nothing recognised",
+			partials: []string{""},
+			final:    "",
+			want:     []string{"utterance "},
+		},
+		{
+			name:     "unstable words flicker when asked for",
+			partials: []string{"a", "a x", "a b", "a b"},
+			final:    "a b",
+			unstable: true,
+			want: []string{"add a", "update a", "add x", "revoke x", "add b", "update b",
+				"commit a", "commit b", "utterance a b"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := scriptedConfig()
+			cfg.EmitUnstable = tc.unstable
+			e := &scripted{partials: tc.partials, final: tc.final}
+			got, err := runScripted(t, cfg, e, turn, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			contract(t, got)
+			if tr := trace(got); !slices.Equal(tr, tc.want) {
+				t.Fatalf("updates\n%q\nwant\n%q\nengine calls %q", tr, tc.want, e.calls())
+			}
+		})
+	}
+}
+
+func TestModuleUtteranceTiming(t *testing.T) {
+	cfg := scriptedConfig()
+	e := &scripted{partials: []string{"hello", "hello world"}, final: "hello world"}
+	// 400 ms of silence, the onset, 1 s of speech, the end of turn, 400 ms more.
+	got, err := runScripted(t, cfg, e, []step{{frames: 20}, {onset: true}, {frames: 50}, {eot: true}, {frames: 20}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	utts := contract(t, got)
+	if len(utts) != 1 {
+		t.Fatalf("%d utterances", len(utts))
+	}
+	u := utts[0]
+	// The utterance's audio starts PreRoll before the onset and ends at least Trailing
+	// after the speech (the driver's speech ends 500 ms before its end of turn), at
+	// most where the end of turn came (audio fed for partials is not taken back).
+	onset, speechEnd, eot := 400*time.Millisecond, 900*time.Millisecond, 1400*time.Millisecond
+	if u.AudioStart != onset-cfg.PreRoll || u.AudioEnd < speechEnd+cfg.Trailing || u.AudioEnd > eot {
+		t.Errorf("audio %v–%v, want from %v to between %v and %v", u.AudioStart, u.AudioEnd, onset-cfg.PreRoll, speechEnd+cfg.Trailing, eot)
+	}
+	if u.Start != onset || u.End != speechEnd {
+		t.Errorf("speech %v–%v, want %v–%v", u.Start, u.End, onset, speechEnd)
+	}
+	fed := audio.DurationToSamples(u.AudioEnd-u.AudioStart, audio.PipelineRate)
+	if calls := e.calls(); calls[len(calls)-1] != fmt.Sprintf("final %d", fed) {
+		t.Errorf("engine calls %q; the final decode should have seen %d samples", calls, fed)
+	}
+	// Word times are stream times: the engine's offsets plus the audio start.
+	if w := u.Words[1]; w.Start != u.AudioStart+100*time.Millisecond || w.Confidence != 0.5 || w.Stability != 1 {
+		t.Errorf("second word %+v", w)
+	}
+	// Words are reported while the user speaks, long before the end of turn.
+	for _, r := range got {
+		if r.up.Type == iu.Add && r.up.IU.Payload.Kind() == "word" && r.at > onset+300*time.Millisecond {
+			t.Errorf("word %s added at %v", r.up.IU.Payload.Summary(), r.at)
+		}
+	}
+}
+
+func TestModuleTwoTurns(t *testing.T) {
+	e := &scripted{partials: []string{"yes", "yes"}, final: "yes"}
+	steps := []step{{frames: 10}, {onset: true}, {frames: 30}, {eot: true}, {frames: 10}, {onset: true}, {frames: 30}, {eot: true}, {frames: 5}}
+	got, err := runScripted(t, scriptedConfig(), e, steps, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	utts := contract(t, got)
+	if len(utts) != 2 || utts[0].ID != 1 || utts[1].ID != 2 || utts[0].Text != "yes" || utts[1].Text != "yes" {
+		t.Fatalf("utterances %+v", utts)
+	}
+	// The second utterance's pre-roll never reaches back into the first one's audio.
+	if utts[1].AudioStart < utts[0].AudioEnd {
+		t.Errorf("utterance 2 audio starts at %v, before utterance 1's ends at %v", utts[1].AudioStart, utts[0].AudioEnd)
+	}
+	starts := 0
+	for _, c := range e.calls() {
+		if c == "start" {
+			starts++
+		}
+	}
+	if starts != 2 {
+		t.Errorf("engine calls %q", e.calls())
+	}
+}
+
+// TestModuleEndOfTurnCancelsPartial runs on the real clock with an engine whose partial
+// decode never finishes by itself: the end of turn must cancel it and run the final
+// decode, and audio keeps flowing in meanwhile.
+func TestModuleEndOfTurnCancelsPartial(t *testing.T) {
+	e := &scripted{block: true, final: "done"}
+	got, err := runScripted(t, scriptedConfig(), e, []step{{frames: 5}, {onset: true}, {frames: 40}, {eot: true}, {frames: 5}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	utts := contract(t, got)
+	if len(utts) != 1 || utts[0].Text != "done" {
+		t.Fatalf("utterances %+v", utts)
+	}
+	calls := e.calls()
+	if !slices.Contains(calls, "partial cancelled") || !strings.HasPrefix(calls[len(calls)-1], "final") {
+		t.Fatalf("engine calls %q", calls)
+	}
+}
+
+func TestModuleInputEndsMidTurn(t *testing.T) {
+	e := &scripted{partials: []string{"half"}, final: "half done"}
+	got, err := runScripted(t, scriptedConfig(), e, []step{{frames: 5}, {onset: true}, {frames: 30}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	utts := contract(t, got)
+	if len(utts) != 1 || utts[0].Text != "half done" {
+		t.Fatalf("utterances %+v", utts)
+	}
+}
+
+func TestModuleEngineErrors(t *testing.T) {
+	for _, at := range []string{"partial", "final"} {
+		e := &scripted{partials: []string{"x"}, final: "x", failAt: at}
+		_, err := runScripted(t, scriptedConfig(), e, []step{{frames: 5}, {onset: true}, {frames: 30}, {eot: true}}, true)
+		if err == nil || !strings.Contains(err.Error(), "engine broke") {
+			t.Errorf("failing %s: network error %v", at, err)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mod := range map[string]func(*Config){
+		"zero hop":          func(c *Config) { c.Hop = 0 },
+		"zero agreement":    func(c *Config) { c.Agreement = 0 },
+		"negative pre-roll": func(c *Config) { c.PreRoll = -1 },
+		"short history":     func(c *Config) { c.History = c.PreRoll },
+	} {
+		c := DefaultConfig()
+		mod(&c)
+		if c.Validate() == nil {
+			t.Errorf("%s accepted", name)
+		}
+		if _, err := New("asr", c, &scripted{}); err == nil {
+			t.Errorf("%s: New accepted", name)
+		}
+	}
+	if _, err := New("asr", DefaultConfig(), nil); err == nil {
+		t.Error("New without an engine succeeded")
+	}
+	c := DefaultConfig()
+	c.Engine = "kaldi"
+	if _, err := Open("asr", c); err == nil {
+		t.Error("unknown engine accepted")
+	}
+}

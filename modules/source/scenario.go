@@ -1,0 +1,328 @@
+package source
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parley-voice/parley/config"
+	"gopkg.in/yaml.v3"
+)
+
+// ErrInvalidScenario is wrapped by every error about the content of a scenario file.
+var ErrInvalidScenario = errors.New("invalid scenario")
+
+// maxScenarioBytes bounds what LoadScenario reads: scenarios are short hand-written files.
+const maxScenarioBytes = 1 << 20
+
+// maxTimelinePosition bounds times in a scenario: a day is far beyond any test.
+const maxTimelinePosition = 24 * time.Hour
+
+// Scenario is a timeline of recordings for replay tests: each recording starts at its
+// own time, overlapping ones are mixed, and the whole plays as one continuous 16 kHz
+// mono stream followed by Tail of silence (so that the end of the last utterance is
+// seen by the VAD). Marks and the free-form Expect/Note strings are not played; they
+// are there for the tests and reports that read the scenario.
+//
+// A scenario file in YAML:
+//
+//	name: barge-in
+//	description: the user interrupts the agent's answer
+//	tail: 3.0                        # seconds, or a Go duration such as 1500ms
+//	recordings:
+//	  - file: ${PARLEY_SHARED}/audio/jfk.wav   # or relative to this file's folder
+//	    at: 0.5
+//	    role: user
+//	  - file: ../shared/audio/cards-001.wav
+//	    at: 9.0
+//	    gain: 0.8
+//	    role: barge-in
+//	    expect: the agent stops within 300 ms
+//	marks:
+//	  - at: 9.0
+//	    name: barge-in
+//	    expect: agent interrupted
+//
+// File paths may use ${PARLEY_SHARED} or $SHARED for the shared test assets (the
+// PARLEY_SHARED environment variable, else ../shared beside the project) and any other
+// environment variable that is set; relative paths are taken from the scenario's folder.
+type Scenario struct {
+	// Path is the file the scenario came from ("" when parsed from memory).
+	Path        string
+	Name        string
+	Description string
+	// Expect is a free-form statement of what should happen, for tests and reports.
+	Expect     string
+	Tail       time.Duration
+	Recordings []Recording
+	Marks      []Mark
+}
+
+// Recording is one WAV file placed on the scenario's timeline.
+type Recording struct {
+	// File is the resolved path of the WAV file.
+	File string
+	// At is where the recording starts on the timeline.
+	At time.Duration
+	// Gain scales the recording (1 by default).
+	Gain float64
+	// Name defaults to the file's base name.
+	Name   string
+	Role   string
+	Expect string
+	Note   string
+	// Line is the line of the scenario file where the recording is listed.
+	Line int
+}
+
+// Mark names a moment on the timeline without playing anything, for example where a
+// barge-in should be detected.
+type Mark struct {
+	At     time.Duration
+	Name   string
+	Role   string
+	Expect string
+	Note   string
+	Line   int
+}
+
+// The YAML shapes; decoding rejects unknown fields.
+type scenarioYAML struct {
+	Name        string          `yaml:"name"`
+	Description string          `yaml:"description"`
+	Expect      string          `yaml:"expect"`
+	Tail        *seconds        `yaml:"tail"`
+	Recordings  []recordingYAML `yaml:"recordings"`
+	Marks       []markYAML      `yaml:"marks"`
+}
+
+type recordingYAML struct {
+	File   string   `yaml:"file"`
+	At     *seconds `yaml:"at"`
+	Gain   *float64 `yaml:"gain"`
+	Name   string   `yaml:"name"`
+	Role   string   `yaml:"role"`
+	Expect string   `yaml:"expect"`
+	Note   string   `yaml:"note"`
+}
+
+type markYAML struct {
+	At     *seconds `yaml:"at"`
+	Name   string   `yaml:"name"`
+	Role   string   `yaml:"role"`
+	Expect string   `yaml:"expect"`
+	Note   string   `yaml:"note"`
+}
+
+// seconds is a time on the timeline: a number of seconds or a Go duration string.
+type seconds struct {
+	d    time.Duration
+	line int
+}
+
+func (s *seconds) UnmarshalYAML(n *yaml.Node) error {
+	s.line = n.Line
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("%w: line %d: want a time in seconds or a duration such as 1.5s", ErrInvalidScenario, n.Line)
+	}
+	if f, err := strconv.ParseFloat(n.Value, 64); err == nil {
+		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > maxTimelinePosition.Seconds() {
+			return fmt.Errorf("%w: line %d: time %q is out of range", ErrInvalidScenario, n.Line, n.Value)
+		}
+		s.d = time.Duration(math.Round(f * float64(time.Second)))
+		return nil
+	}
+	d, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("%w: line %d: %q is neither seconds nor a duration such as 1.5s", ErrInvalidScenario, n.Line, n.Value)
+	}
+	s.d = d
+	return nil
+}
+
+// LoadScenario reads a scenario file, resolves its recordings' paths and checks that
+// they exist. Errors name the file and, where they can, the line.
+func LoadScenario(path string) (*Scenario, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, maxScenarioBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	if len(data) > maxScenarioBytes {
+		return nil, fmt.Errorf("scenario %s: %w: larger than %d bytes", path, ErrInvalidScenario, maxScenarioBytes)
+	}
+	sc, err := ParseScenario(data, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	sc.Path = path
+	for _, rec := range sc.Recordings {
+		st, err := os.Stat(rec.File)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: line %d: recording %s: %w", path, rec.Line, rec.File, err)
+		}
+		if st.IsDir() {
+			return nil, fmt.Errorf("scenario %s: line %d: recording %s is a directory", path, rec.Line, rec.File)
+		}
+	}
+	return sc, nil
+}
+
+// ParseScenario parses a scenario from YAML; relative recording paths are resolved
+// against dir. It does not touch the files.
+func ParseScenario(data []byte, dir string) (*Scenario, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var raw scenarioYAML
+	if err := dec.Decode(&raw); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: the file is empty", ErrInvalidScenario)
+		}
+		if errors.Is(err, ErrInvalidScenario) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %v", ErrInvalidScenario, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: more than one YAML document", ErrInvalidScenario)
+	}
+	// A second pass over the node tree finds the lines of list items, which the typed
+	// decode does not keep.
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidScenario, err)
+	}
+	recLines := itemLines(&root, "recordings")
+	markLines := itemLines(&root, "marks")
+
+	sc := &Scenario{Name: raw.Name, Description: raw.Description, Expect: raw.Expect}
+	if raw.Tail != nil {
+		if raw.Tail.d < 0 || raw.Tail.d > maxTimelinePosition {
+			return nil, fmt.Errorf("%w: line %d: tail %v must lie between 0 and %v", ErrInvalidScenario, raw.Tail.line, raw.Tail.d, maxTimelinePosition)
+		}
+		sc.Tail = raw.Tail.d
+	}
+	if len(raw.Recordings) == 0 {
+		return nil, fmt.Errorf("%w: no recordings", ErrInvalidScenario)
+	}
+	for i, r := range raw.Recordings {
+		line := lineAt(recLines, i)
+		if strings.TrimSpace(r.File) == "" {
+			return nil, fmt.Errorf("%w: line %d: recording without a file", ErrInvalidScenario, line)
+		}
+		file, err := resolvePath(r.File, dir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrInvalidScenario, line, err)
+		}
+		rec := Recording{File: file, Gain: 1, Name: r.Name, Role: r.Role, Expect: r.Expect, Note: r.Note, Line: line}
+		if r.At != nil {
+			if r.At.d < 0 || r.At.d > maxTimelinePosition {
+				return nil, fmt.Errorf("%w: line %d: recording time %v must lie between 0 and %v", ErrInvalidScenario, r.At.line, r.At.d, maxTimelinePosition)
+			}
+			rec.At = r.At.d
+		}
+		if r.Gain != nil {
+			if g := *r.Gain; math.IsNaN(g) || g < 0 || g > 1000 {
+				return nil, fmt.Errorf("%w: line %d: gain %v must lie between 0 and 1000", ErrInvalidScenario, line, g)
+			}
+			rec.Gain = *r.Gain
+		}
+		if rec.Name == "" {
+			rec.Name = filepath.Base(file)
+		}
+		sc.Recordings = append(sc.Recordings, rec)
+	}
+	for i, m := range raw.Marks {
+		line := lineAt(markLines, i)
+		if m.At == nil {
+			return nil, fmt.Errorf("%w: line %d: mark without a time (at)", ErrInvalidScenario, line)
+		}
+		if m.At.d < 0 || m.At.d > maxTimelinePosition {
+			return nil, fmt.Errorf("%w: line %d: mark time %v must lie between 0 and %v", ErrInvalidScenario, m.At.line, m.At.d, maxTimelinePosition)
+		}
+		sc.Marks = append(sc.Marks, Mark{At: m.At.d, Name: m.Name, Role: m.Role, Expect: m.Expect, Note: m.Note, Line: line})
+	}
+	return sc, nil
+}
+
+// itemLines returns the line of each item of the top-level list under key.
+func itemLines(root *yaml.Node, key string) []int {
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
+		return nil
+	}
+	m := root.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value != key || m.Content[i+1].Kind != yaml.SequenceNode {
+			continue
+		}
+		var lines []int
+		for _, item := range m.Content[i+1].Content {
+			lines = append(lines, item.Line)
+		}
+		return lines
+	}
+	return nil
+}
+
+func lineAt(lines []int, i int) int {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return 0
+}
+
+// resolvePath expands variables in p and makes it absolute against dir.
+func resolvePath(p, dir string) (string, error) {
+	var missing []string
+	expanded := os.Expand(p, func(name string) string {
+		switch name {
+		case "PARLEY_SHARED", "SHARED":
+			if d := sharedDir(); d != "" {
+				return d
+			}
+		default:
+			if v, ok := os.LookupEnv(name); ok {
+				return v
+			}
+		}
+		missing = append(missing, name)
+		return ""
+	})
+	if len(missing) > 0 {
+		if missing[0] == "PARLEY_SHARED" || missing[0] == "SHARED" {
+			return "", fmt.Errorf("%s: $%s: set PARLEY_SHARED or place shared/ beside the project", p, missing[0])
+		}
+		return "", fmt.Errorf("%s: environment variable $%s is not set", p, missing[0])
+	}
+	if !filepath.IsAbs(expanded) {
+		expanded = filepath.Join(dir, expanded)
+	}
+	abs, err := filepath.Abs(expanded)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
+	return abs, nil
+}
+
+// sharedDir is where the shared test assets are, "" when unknown.
+func sharedDir() string {
+	if d := os.Getenv("PARLEY_SHARED"); d != "" {
+		return d
+	}
+	return config.DefaultPaths().Shared
+}

@@ -1,0 +1,216 @@
+package speaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/iu"
+	"go.uber.org/zap"
+)
+
+// DeviceConfig configures the device speaker.
+type DeviceConfig struct {
+	Options `yaml:",inline"`
+	// Device names the output device: a name, a case-insensitive part of one, or an
+	// index from 'agent devices' (see device.Select); empty for the default output.
+	Device string `yaml:"device" json:"device"`
+	// Rate is the device rate; 0 for the device's default rate.
+	Rate int `yaml:"rate" json:"rate"`
+	// Channels is the channel count; 0 for mono if the device takes it, else stereo.
+	Channels int `yaml:"channels" json:"channels"`
+	// Latency is the suggested output latency (50 ms when zero). Lower makes Pause and
+	// Interrupt tighter; too low for the machine makes the audio break up.
+	Latency time.Duration `yaml:"latency" json:"latency"`
+	// FramesPerBuffer fixes the callback size; 0 lets the host choose.
+	FramesPerBuffer int `yaml:"frames_per_buffer" json:"frames_per_buffer"`
+	// NormalPriority keeps PortAudio's callback thread at normal priority.
+	NormalPriority bool `yaml:"normal_priority" json:"normal_priority"`
+	// Host configures PortAudio (Verbose keeps ALSA's and JACK's diagnostics).
+	Host device.Options `yaml:"-" json:"-"`
+}
+
+// NewDevice returns a speaker that plays through a PortAudio output device in real
+// time. It needs the real clock.
+func NewDevice(name string, cfg DeviceConfig) (*Speaker, error) {
+	if name == "" {
+		name = "speaker"
+	}
+	cfg.Options = cfg.Options.withDefaults()
+	if cfg.Latency == 0 {
+		cfg.Latency = 50 * time.Millisecond
+	}
+	if cfg.Latency < 0 || cfg.Rate < 0 || cfg.Channels < 0 || cfg.FramesPerBuffer < 0 {
+		return nil, fmt.Errorf("speaker: negative latency, rate, channels or frames per buffer in %+v", cfg)
+	}
+	// The device takes a whole buffer (up to the latency) at a time: the ring must hold
+	// more than that, or every callback would run dry.
+	cfg.Lead = max(cfg.Lead, cfg.Latency+2*cfg.Step)
+	if err := cfg.Options.validate(); err != nil {
+		return nil, err
+	}
+	return &Speaker{name: name, opts: cfg.Options, newOutput: func() output { return &deviceOutput{cfg: cfg} }}, nil
+}
+
+// deviceOutput plays through PortAudio. Its callback is C (see link): it renders from
+// the ring and publishes, after every buffer, when that buffer's first frame reaches
+// the listener.
+type deviceOutput struct {
+	cfg     DeviceConfig
+	log     *zap.Logger
+	base    time.Time // the module's start, with the monotonic reading the callback measures from
+	host    *device.Host
+	scfg    device.StreamConfig
+	stream  *device.Stream
+	outRate int
+	post    func(any) bool // Ports.TryPost: never blocks
+
+	// anchor is written by the callback only: the time (nanoseconds since base) at which
+	// the listener hears device frame 0 if the stream has played continuously since —
+	// the time the current buffer's first frame reaches the listener (callback time plus
+	// the DAC time PortAudio reports ahead of it) minus that frame's duration from 0.
+	// One atomic word, so the module never reads a torn value. anchorSet tells whether
+	// a callback has run.
+	anchor    atomic.Int64
+	anchorSet atomic.Bool
+	closed    bool
+}
+
+func (d *deviceOutput) open(ctx context.Context, p *iu.Ports, start time.Time) (int, error) {
+	if _, virtual := p.Clock().(clock.Scheduler); virtual {
+		return 0, errors.New("speaker: the device speaker plays in real time and needs the real clock; use the file speaker on a virtual clock")
+	}
+	d.log = p.Logger()
+	d.base = start
+	d.post = p.TryPost
+	host, err := device.Open(d.cfg.Host)
+	if err != nil {
+		return 0, fmt.Errorf("speaker: %w", err)
+	}
+	dev, err := host.Find(d.cfg.Device, device.Output)
+	if err != nil {
+		host.Close()
+		return 0, fmt.Errorf("speaker: %w", err)
+	}
+	scfg, err := host.Negotiate(device.StreamConfig{
+		Device: dev, Channels: d.cfg.Channels, SampleRate: float64(d.cfg.Rate),
+		Latency: d.cfg.Latency, FramesPerBuffer: d.cfg.FramesPerBuffer, NormalPriority: d.cfg.NormalPriority,
+	}, device.Output)
+	if err != nil {
+		host.Close()
+		return 0, fmt.Errorf("speaker: %w", err)
+	}
+	if scfg.SampleRate != float64(int(scfg.SampleRate)) {
+		host.Close()
+		return 0, fmt.Errorf("speaker: device %q runs at a fractional rate %g Hz", dev.Name, scfg.SampleRate)
+	}
+	// Wake the module when the stream ends on its own (the device went away).
+	scfg.OnFinished = func() { d.post(outputEvent{}) }
+	d.host, d.scfg, d.outRate = host, scfg, int(scfg.SampleRate)
+	return d.outRate, nil
+}
+
+// outputEvent wakes the module: C applied a request, or the stream finished.
+type outputEvent struct{}
+
+func (d *deviceOutput) begin(l *link) error {
+	// Wake the module when the callback has applied a control request, so that Pause
+	// and Interrupt are reported one buffer after they took effect, not a step later.
+	l.notify = func() { d.post(outputEvent{}) }
+	rend := newRenderer(l)
+	rate := int64(d.outRate)
+	base := d.base
+	// fallback stands in for the callback's DAC time on hosts that do not report it: the
+	// stream's nominal output latency, known once it is open.
+	var fallback atomic.Int64
+	stream, err := d.host.OpenOutput(d.scfg, func(out []float32, frames int, t device.Timing, _ device.Flags) {
+		first := rend.frame
+		rend.render(out, frames, len(out)/frames)
+		ahead := t.OutputDAC - t.Current
+		if t.OutputDAC == 0 || ahead < 0 {
+			ahead = time.Duration(fallback.Load())
+		}
+		// When this buffer's first frame reaches the listener, on the module's clock.
+		heard := time.Since(base) + ahead
+		d.anchor.Store(int64(heard) - first*int64(time.Second)/rate)
+		d.anchorSet.Store(true)
+	})
+	if err != nil {
+		return fmt.Errorf("speaker: %w", err)
+	}
+	fallback.Store(int64(stream.Info().OutputLatency))
+	d.stream = stream
+	if err := stream.Start(); err != nil {
+		return fmt.Errorf("speaker: %w", err)
+	}
+	info := stream.Info()
+	d.log.Info("speaker output open",
+		zap.String("device", stream.Device().Name), zap.String("host_api", stream.Device().HostAPI),
+		zap.Int("rate", d.outRate), zap.Int("channels", stream.Channels()),
+		zap.Duration("output_latency", info.OutputLatency))
+	return nil
+}
+
+func (d *deviceOutput) rate() int { return d.outRate }
+
+func (d *deviceOutput) advance(time.Time) error { return nil }
+
+// kick does nothing: the callback applies requests at its next buffer, and wakes the
+// module through link.notify.
+func (d *deviceOutput) kick() {}
+
+func (d *deviceOutput) heardFrame(now time.Time) int64 {
+	if !d.anchorSet.Load() {
+		return 0
+	}
+	since := now.Sub(d.base) - time.Duration(d.anchor.Load())
+	return max(0, int64(since)*int64(d.outRate)/int64(time.Second))
+}
+
+func (d *deviceOutput) frameTime(f int64) time.Time {
+	return d.base.Add(time.Duration(d.anchor.Load() + f*int64(time.Second)/int64(d.outRate)))
+}
+
+func (d *deviceOutput) failed() error {
+	if d.stream == nil {
+		return nil
+	}
+	select {
+	case <-d.stream.Finished():
+		return d.stream.Err()
+	default:
+		return nil
+	}
+}
+
+func (d *deviceOutput) close(drain bool) error {
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	if d.stream != nil {
+		if drain && d.stream.Err() == nil {
+			// Stop plays out what the device holds (silence by now) before returning.
+			if err := d.stream.Stop(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := d.stream.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.host != nil {
+		if err := d.host.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("speaker: %w", err)
+	}
+	return nil
+}

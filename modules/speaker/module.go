@@ -1,0 +1,234 @@
+package speaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/control"
+	"github.com/parley-voice/parley/iu"
+	"go.uber.org/zap"
+)
+
+// Options are the settings both outputs share.
+type Options struct {
+	// ProgressInterval is how often a progress IU is sent while playing (20 ms).
+	ProgressInterval time.Duration `yaml:"progress_interval" json:"progress_interval"`
+	// Step is how often the module wakes while audio is in flight, to keep the output
+	// fed and to notice what was heard (10 ms).
+	Step time.Duration `yaml:"step" json:"step"`
+	// Lead is how much audio the module keeps resampled and handed to the output ahead
+	// of what it plays (100 ms; at least twice the output latency on a device). A longer
+	// lead rides out longer stalls of the module; it does not delay Pause or Interrupt,
+	// which take effect at the output itself.
+	Lead time.Duration `yaml:"lead" json:"lead"`
+	// Quality is the resampler's quality.
+	Quality audio.Quality `yaml:"-" json:"-"`
+}
+
+func (o Options) withDefaults() Options {
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = 20 * time.Millisecond
+	}
+	if o.Step <= 0 {
+		o.Step = 10 * time.Millisecond
+	}
+	if o.Lead <= 0 {
+		o.Lead = 100 * time.Millisecond
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	if o.Lead < o.Step {
+		return fmt.Errorf("speaker: lead %v is shorter than the step %v", o.Lead, o.Step)
+	}
+	return nil
+}
+
+// output is where the samples go: a PortAudio device or a WAV file on the network clock.
+// Its consumer side renders from the link (see link).
+type output interface {
+	// open prepares the output and returns its sample rate.
+	open(ctx context.Context, p *iu.Ports, start time.Time) (rate int, err error)
+	// begin starts consuming from l.
+	begin(l *link) error
+	rate() int
+	// advance lets an output that runs on the module's goroutine render up to now.
+	advance(now time.Time) error
+	// kick makes such an output apply a control request at once.
+	kick()
+	// heardFrame returns the device frame the listener hears at now.
+	heardFrame(now time.Time) int64
+	// frameTime returns when the listener hears device frame f.
+	frameTime(f int64) time.Time
+	// failed returns the error that ended the output, if it ended on its own.
+	failed() error
+	// close stops the output; with drain, after what it holds has been heard.
+	close(drain bool) error
+}
+
+// Speaker is the speaker module. Make one with NewDevice or NewFile.
+type Speaker struct {
+	name      string
+	opts      Options
+	newOutput func() output
+}
+
+// Name implements iu.Module.
+func (s *Speaker) Name() string { return s.name }
+
+// Run implements iu.Module: it plays audio IUs, acts on control commands and sends
+// progress IUs until its input ends and everything queued has been heard (or the
+// output was paused when the input ended).
+func (s *Speaker) Run(ctx context.Context, p *iu.Ports) error {
+	log := p.Logger()
+	start := p.Now()
+	out := s.newOutput()
+	rate, err := out.open(ctx, p, start)
+	if err != nil {
+		return err
+	}
+	l := newLink(ringCapacity(rate, s.opts.Lead, s.opts.Step))
+	pl := newPlayer(l, out, s.opts.Quality, s.opts.Lead, s.opts.Step, start, log)
+	if err := out.begin(l); err != nil {
+		out.close(false)
+		return err
+	}
+	r := &runner{s: s, p: p, out: out, pl: pl, start: start, log: log}
+	err = r.loop(ctx)
+	drain := err == nil
+	if cerr := out.close(drain); cerr != nil && err == nil {
+		err = cerr
+	}
+	if pl.underruns > 0 {
+		log.Info("speaker finished", zap.Int("underruns", pl.underruns))
+	}
+	return err
+}
+
+type runner struct {
+	s            *Speaker
+	p            *iu.Ports
+	out          output
+	pl           *player
+	start        time.Time
+	log          *zap.Logger
+	nextProgress time.Time
+	inputDone    bool
+}
+
+func (r *runner) loop(ctx context.Context) error {
+	opts := r.s.opts
+	r.nextProgress = r.start.Add(opts.ProgressInterval)
+	for {
+		now := r.p.Now()
+		pl := r.pl
+		if r.inputDone && r.finished() {
+			if pl.paused {
+				pl.emit(pl.reportAt(Stopped, pl.heard, pl.pos(now), false, "input ended while paused"))
+			}
+			return r.send(ctx)
+		}
+		var deadline time.Time
+		if pl.busy() {
+			deadline = align(r.start, now, opts.Step)
+			if pl.state == Playing && r.nextProgress.Before(deadline) {
+				deadline = r.nextProgress
+			}
+			if !pl.tailUntil.IsZero() && pl.tailUntil.Before(deadline) {
+				deadline = pl.tailUntil
+			}
+		}
+		ev, err := r.p.Next(ctx, deadline)
+		if err != nil {
+			return err
+		}
+		now = r.p.Now()
+		if err := r.out.advance(now); err != nil {
+			return err
+		}
+		if err := r.out.failed(); err != nil {
+			pl.sync(now, false)
+			pl.emit(pl.reportAt(Stopped, pl.heard, pl.pos(now), false, "output failed"))
+			if serr := r.send(ctx); serr != nil {
+				r.log.Warn("cannot send the final progress", zap.Error(serr))
+			}
+			return fmt.Errorf("speaker: %w", err)
+		}
+		steady := false
+		if !now.Before(r.nextProgress) {
+			steady = true
+			r.nextProgress = align(r.start, now, opts.ProgressInterval)
+		}
+		pl.sync(now, steady)
+		switch ev.Kind {
+		case iu.EventMessage:
+			for _, up := range ev.Message.Updates {
+				r.handle(up)
+			}
+		case iu.EventInputDone:
+			r.inputDone = true
+		}
+		pl.sync(now, false)
+		pl.fill()
+		if err := r.send(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// finished reports whether the module may end after its input ended: everything heard,
+// or the output held by a pause that nobody will resume.
+func (r *runner) finished() bool {
+	pl := r.pl
+	if pl.inflight != nil || len(pl.waiting) > 0 || !pl.tailUntil.IsZero() {
+		return false
+	}
+	return pl.paused || !pl.busy()
+}
+
+func (r *runner) handle(up iu.Update) {
+	switch pay := up.IU.Payload.(type) {
+	case control.Command:
+		if up.Type == iu.Add {
+			r.pl.command(pay)
+		}
+	case Audio:
+		switch up.Type {
+		case iu.Add:
+			r.pl.enqueue(up.IU, pay)
+		case iu.UpdatePayload:
+			r.pl.update(up.IU, pay)
+		case iu.Revoke:
+			r.pl.revoke(up.IU.ID)
+		}
+	}
+}
+
+// send turns the player's queued reports into progress IUs.
+func (r *runner) send(ctx context.Context) error {
+	for _, pr := range r.pl.takeReports() {
+		var u iu.IU
+		if pr.Heard != "" {
+			u = r.p.NewIU(pr, pr.Heard)
+		} else {
+			u = r.p.NewIU(pr)
+		}
+		if err := r.p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
+			if errors.Is(err, iu.ErrInvalidUpdate) {
+				return fmt.Errorf("speaker: %w", err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// align returns the first time after now on the grid start + k·step.
+func align(start, now time.Time, step time.Duration) time.Time {
+	k := now.Sub(start)/step + 1
+	return start.Add(k * step)
+}

@@ -1,0 +1,635 @@
+package speaker
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/control"
+	"github.com/parley-voice/parley/iu"
+	"go.uber.org/zap"
+)
+
+// item is one audio IU waiting to be played or being played.
+type item struct {
+	id      iu.ID
+	payload Audio
+	pcm     audio.Frame // mono, at the item's own rate
+	length  int         // the payload's length in sample frames
+	turn    int
+	hasTurn bool
+	fed     int64 // frames handed to the resampler so far
+}
+
+// placement says where an item's audio lies in the ring. Within a run (a stretch of
+// items at one rate resampled as one stream) output sample j lies at input position
+// j·down/up, so the item's input frames [k, k+n) become ring positions
+// [r0+⌈k·up/down⌉, r0+⌈(k+n)·up/down⌉): exact, whatever the resampler holds back.
+type placement struct {
+	it         *item
+	r0, k      int64
+	up, down   int64
+	start, end int64 // ring positions; end is lowered when a cut shortens the item
+}
+
+// offset returns how many of the item's samples are heard once the ring positions
+// below h have been heard.
+func (pl *placement) offset(h int64) int {
+	h = min(h, pl.end)
+	if h <= pl.start {
+		return 0
+	}
+	x := (h-pl.r0)*pl.down/pl.up - pl.k
+	return int(min(max(x, 0), int64(pl.it.pcm.Len())))
+}
+
+// run is the resampling state for consecutive items at one rate.
+type run struct {
+	rate     int
+	rs       *audio.Resampler // nil when the item rate is the output rate
+	r0       int64            // ring position of the run's first output sample
+	in       int64            // input frames fed
+	up, down int64
+}
+
+// request is a control change P has asked C to apply and waits to see acknowledged.
+type request struct {
+	seq  uint64
+	kind requestKind
+	at   int64 // cuts: the requested cut position
+	turn int   // interrupts: the turn
+	// revoked is the item a revoke cut removes.
+	revoked *item
+	reason  string
+}
+
+type requestKind uint8
+
+const (
+	reqPause requestKind = iota + 1
+	reqResume
+	reqInterrupt
+	reqRevoke
+)
+
+// player is P's side: it owns the queue, the resampler, the ring's write side and the
+// bookkeeping that maps what the listener hears back to audio IUs. Only the module's
+// goroutine touches it.
+type player struct {
+	l        *link
+	out      output
+	rate     int
+	quality  audio.Quality
+	lead     int64 // frames the ring is kept filled ahead of C's read position
+	lowWater int64 // below this fill, a finished resampler run is flushed
+	start    time.Time
+	log      *zap.Logger
+
+	queue   []*item
+	run     *run
+	pending []float32 // resampler output not yet in the ring (positions w...)
+	placed  []*placement
+	w       int64
+
+	req      uint64 // last request number published
+	inflight *request
+	waiting  []request // control requests waiting for the one in flight
+
+	segs      []record
+	heard     int64 // ring positions below it have been heard
+	idleMark  int64 // heard position when output last went idle or stopped
+	state     State
+	paused    bool      // as requested (C may not have applied it yet)
+	tailUntil time.Time // when the audio the device held at a pause or stop has been heard
+
+	interrupted    bool
+	maxInterrupted int
+
+	underruns   int
+	lostRecords uint64
+	reports     []Progress
+}
+
+func newPlayer(l *link, out output, quality audio.Quality, lead, step time.Duration, start time.Time, log *zap.Logger) *player {
+	rate := out.rate()
+	p := &player{
+		l: l, out: out, rate: rate, quality: quality, start: start, log: log,
+		lead:     audio.DurationToSamples(lead, rate),
+		lowWater: audio.DurationToSamples(3*step, rate),
+		state:    Idle,
+	}
+	return p
+}
+
+// ringCapacity is how many samples the ring needs for a lead and wake step.
+func ringCapacity(rate int, lead, step time.Duration) int {
+	return int(audio.DurationToSamples(lead+4*step+100*time.Millisecond, rate))
+}
+
+// enqueue queues an audio IU (an ADD).
+func (p *player) enqueue(u iu.IU, a Audio) {
+	f := a.PCM()
+	it := &item{id: u.ID, payload: a, length: f.Len()}
+	if t, ok := a.(Turned); ok {
+		it.turn, it.hasTurn = t.AgentTurn(), true
+	}
+	if it.hasTurn && p.interrupted && it.turn <= p.maxInterrupted {
+		p.log.Debug("dropping audio of an interrupted turn", zap.String("iu", string(u.ID)), zap.Int("turn", it.turn))
+		return
+	}
+	if f.Rate <= 0 || f.Channels <= 0 || f.Len() == 0 {
+		if f.Len() > 0 {
+			p.log.Warn("ignoring audio without a rate or channel count", zap.String("iu", string(u.ID)), zap.String("audio", f.Summary()))
+		}
+		return
+	}
+	it.pcm = audio.Downmix(f)
+	p.queue = append(p.queue, it)
+}
+
+// update replaces the payload of an audio IU that has not started yet.
+func (p *player) update(u iu.IU, a Audio) {
+	for i, it := range p.queue {
+		if it.id == u.ID && it.fed == 0 {
+			p.queue = append(p.queue[:i], p.queue[i+1:]...)
+			p.queueAt(i, u, a)
+			return
+		}
+	}
+	p.log.Debug("ignoring an update of audio that already plays", zap.String("iu", string(u.ID)))
+}
+
+func (p *player) queueAt(i int, u iu.IU, a Audio) {
+	rest := append([]*item(nil), p.queue[i:]...)
+	p.queue = p.queue[:i]
+	p.enqueue(u, a)
+	p.queue = append(p.queue, rest...)
+}
+
+// revoke drops a revoked audio IU that has not started playing.
+func (p *player) revoke(id iu.ID) {
+	for i, it := range p.queue {
+		if it.id == id && it.fed == 0 {
+			p.queue = append(p.queue[:i], p.queue[i+1:]...)
+			return
+		}
+	}
+	for _, pl := range p.placed {
+		if pl.it.id != id {
+			continue
+		}
+		if pl.start < p.l.r.Load() {
+			p.log.Debug("revoked audio already plays; letting it finish", zap.String("iu", string(id)))
+			return
+		}
+		// In the ring but not heard: cut the ring at its start, if C has not got there
+		// by the time it sees the cut.
+		p.submit(request{kind: reqRevoke, at: pl.start, revoked: pl.it, reason: "revoke " + string(id)})
+		return
+	}
+}
+
+// command handles a control command.
+func (p *player) command(c control.Command) {
+	reason := fmt.Sprintf("%s turn %d", c.Action, c.TurnID)
+	if c.Reason != "" {
+		reason += ": " + c.Reason
+	}
+	switch c.Action {
+	case control.Pause:
+		p.submit(request{kind: reqPause, reason: reason})
+	case control.Resume:
+		p.submit(request{kind: reqResume, reason: reason})
+	case control.Interrupt:
+		if !p.interrupted || c.TurnID > p.maxInterrupted {
+			p.interrupted, p.maxInterrupted = true, c.TurnID
+		}
+		p.submit(request{kind: reqInterrupt, turn: c.TurnID, reason: reason})
+	}
+}
+
+// submit sends a request to C, or queues it behind the one in flight: requests are
+// applied one at a time so that each acknowledgement says where that request took effect.
+func (p *player) submit(r request) {
+	if p.inflight != nil {
+		p.waiting = append(p.waiting, r)
+		return
+	}
+	switch r.kind {
+	case reqPause:
+		p.paused = true
+		p.l.pause.Store(true)
+	case reqResume:
+		p.paused = false
+		p.l.pause.Store(false)
+	case reqInterrupt:
+		// Stop reading where C is now; C's acknowledgement says exactly where that was.
+		r.at = p.l.r.Load()
+		if !p.droppable(p.itemAt(r.at), r.turn) {
+			r.at = noLimit // what plays now belongs to a later turn: drop only the queue
+		}
+		p.paused = false
+		p.l.pause.Store(false)
+		p.l.limit.Store(r.at)
+	case reqRevoke:
+		p.l.limit.Store(r.at)
+	}
+	p.req++
+	r.seq = p.req
+	p.l.req.Store(p.req)
+	p.inflight = &r
+	p.out.kick()
+}
+
+// droppable reports whether an Interrupt of turn drops it.
+func (p *player) droppable(it *item, turn int) bool {
+	return it == nil || !it.hasTurn || it.turn <= turn
+}
+
+// itemAt returns the item whose audio is at ring position x, or the next to play.
+func (p *player) itemAt(x int64) *item {
+	for _, pl := range p.placed {
+		if x < pl.end {
+			return pl.it
+		}
+	}
+	if len(p.queue) > 0 {
+		return p.queue[0]
+	}
+	return nil
+}
+
+// lift lets C read freely again after a cut; nothing waits for its acknowledgement (a
+// later request's acknowledgement covers it).
+func (p *player) lift() {
+	p.l.limit.Store(noLimit)
+	p.req++
+	p.l.req.Store(p.req)
+	p.out.kick()
+}
+
+// sync brings P up to date with C at time now: records, acknowledgements, the heard
+// position and the state, queueing progress reports for what changed. steady asks for
+// a steady Playing report as well.
+func (p *player) sync(now time.Time, steady bool) {
+	for {
+		p.drainRecords()
+		if p.inflight == nil || p.l.ack.Load() < p.inflight.seq {
+			break
+		}
+		r := *p.inflight
+		p.inflight = nil
+		p.resolve(r, now)
+		if len(p.waiting) > 0 {
+			next := p.waiting[0]
+			p.waiting = p.waiting[1:]
+			p.submit(next)
+		}
+	}
+	h := p.heardAt(p.out.heardFrame(now))
+	if h > p.heard {
+		p.heard = h
+	}
+	switch p.state {
+	case Paused, Stopped:
+		if !p.tailUntil.IsZero() && !now.Before(p.tailUntil) {
+			// Everything up to the stop has been heard now, whatever a slightly late
+			// device clock estimate says: the report must match the first one exactly.
+			p.tailUntil = time.Time{}
+			p.heard = max(p.heard, p.idleMark)
+			p.emit(p.reportAt(p.state, p.heard, p.pos(now), false, "tail ended"))
+		}
+		if p.state == Stopped && p.tailUntil.IsZero() && p.heard > p.idleMark {
+			p.state = Playing
+			p.emit(p.reportAt(Playing, p.heard, p.pos(now), false, "playing"))
+		}
+	case Idle:
+		if p.heard > p.idleMark {
+			p.state = Playing
+			p.emit(p.reportAt(Playing, p.heard, p.pos(now), false, "playing"))
+		}
+	case Playing:
+		if !p.inFlight() {
+			p.state = Idle
+			p.idleMark = p.heard
+			p.emit(p.reportAt(Idle, p.heard, p.pos(now), false, "finished"))
+		} else if steady {
+			p.emit(p.reportAt(Playing, p.heard, p.pos(now), false, ""))
+		}
+	}
+	p.prune()
+}
+
+// resolve acts on C's acknowledgement of r.
+func (p *player) resolve(r request, now time.Time) {
+	ackPos := p.l.ackPos.Load()
+	switch r.kind {
+	case reqPause:
+		p.stopReport(Paused, ackPos, now, r.reason)
+	case reqResume:
+		p.tailUntil = time.Time{}
+		if p.state == Paused {
+			next := Idle
+			if p.inFlight() {
+				next = Playing
+			}
+			p.state = next
+			p.idleMark = p.heard
+			p.emit(p.reportAt(next, p.heard, p.pos(now), false, r.reason))
+		}
+	case reqInterrupt:
+		stop := max(r.at, ackPos)
+		if r.at == noLimit {
+			stop = ackPos
+		} else {
+			p.cutAt(stop, func(it *item) bool { return p.droppable(it, r.turn) })
+			p.lift()
+		}
+		p.dropQueued(func(it *item) bool { return p.droppable(it, r.turn) })
+		if r.at == noLimit {
+			// What plays belongs to a later turn: nothing of the interrupted one is left
+			// to stop. Say so, in the state the speaker is in.
+			p.emit(p.reportAt(p.state, p.heard, p.pos(now), false, r.reason+": nothing of it playing"))
+			return
+		}
+		p.stopReport(Stopped, stop, now, r.reason)
+	case reqRevoke:
+		if ackPos <= r.at {
+			p.cutAt(r.at, func(it *item) bool { return it == r.revoked })
+		}
+		p.lift()
+	}
+}
+
+// stopReport switches to state (Paused or Stopped) after C stopped reading at ring
+// position stop, and reports the last sample the listener will hear and when.
+func (p *player) stopReport(state State, stop int64, now time.Time, reason string) {
+	p.state = state
+	p.idleMark = stop
+	end := p.out.frameTime(p.stopFrame(stop))
+	tail := end.After(now)
+	if tail {
+		p.tailUntil = end
+	} else {
+		p.tailUntil = time.Time{}
+		end = now
+		if stop > p.heard {
+			p.heard = stop
+		}
+	}
+	p.emit(p.reportAt(state, stop, end.Sub(p.start), tail, reason))
+}
+
+// stopFrame returns the device frame at which the output went silent at ring position
+// stop (so the listener hears the sample before it just before that frame).
+func (p *player) stopFrame(stop int64) int64 {
+	for i := len(p.segs) - 1; i >= 0; i-- {
+		if s := p.segs[i]; !s.playing && s.pos <= stop {
+			return s.frame
+		}
+	}
+	return p.l.rendered.Load()
+}
+
+// cutAt drops the ring's audio from position c on (C is held below c) and requeues
+// the items that had not started, except those drop selects. An item cut short in the
+// middle has started: its remainder is gone.
+func (p *player) cutAt(c int64, drop func(*item) bool) {
+	if c > p.w {
+		c = p.w
+	}
+	p.w = c
+	p.l.w.Store(c)
+	p.pending = nil
+	p.run = nil
+	var requeue []*item
+	keep := p.placed[:0]
+	for _, pl := range p.placed {
+		switch {
+		case pl.start >= c:
+			if !drop(pl.it) {
+				pl.it.fed = 0
+				requeue = append(requeue, pl.it)
+			}
+		case pl.end > c:
+			pl.end = c
+			keep = append(keep, pl)
+		default:
+			keep = append(keep, pl)
+		}
+	}
+	p.placed = keep
+	for _, it := range p.queue {
+		if it.fed == 0 && !drop(it) {
+			requeue = append(requeue, it)
+		}
+	}
+	p.queue = requeue
+}
+
+// dropQueued removes queued items that have not started and that drop selects.
+func (p *player) dropQueued(drop func(*item) bool) {
+	keep := p.queue[:0]
+	for _, it := range p.queue {
+		if it.fed > 0 || !drop(it) {
+			keep = append(keep, it)
+		}
+	}
+	p.queue = keep
+}
+
+// inFlight reports whether audio is queued or not yet fully heard.
+func (p *player) inFlight() bool {
+	return len(p.queue) > 0 || len(p.pending) > 0 || (p.run != nil && p.run.rs != nil) || p.heard < p.w
+}
+
+// fill moves queued audio through the resampler into the ring, up to lead ahead of C.
+func (p *player) fill() {
+	if p.inflight != nil && (p.inflight.kind == reqInterrupt || p.inflight.kind == reqRevoke) {
+		return // the ring's future is being rewritten
+	}
+	p.writePending()
+	target := p.l.r.Load() + p.lead
+	for len(p.pending) == 0 && p.w < target && len(p.queue) > 0 {
+		it := p.queue[0]
+		if p.run == nil || p.run.rate != it.pcm.Rate {
+			p.endRun()
+			if len(p.pending) > 0 {
+				break
+			}
+			if err := p.startRun(it.pcm.Rate); err != nil {
+				p.log.Error("cannot resample audio; dropping it", zap.String("iu", string(it.id)), zap.Error(err))
+				p.queue = p.queue[1:]
+				continue
+			}
+		}
+		rn := p.run
+		n := int64(it.pcm.Len())
+		if it.fed == 0 {
+			k := rn.in
+			p.placed = append(p.placed, &placement{
+				it: it, r0: rn.r0, k: k, up: rn.up, down: rn.down,
+				start: rn.r0 + ceilDiv(k*rn.up, rn.down),
+				end:   rn.r0 + ceilDiv((k+n)*rn.up, rn.down),
+			})
+		}
+		want := (target-p.w)*rn.down/rn.up + 1
+		chunk := min(n-it.fed, want)
+		in := it.pcm.Samples[it.fed : it.fed+chunk]
+		if rn.rs != nil {
+			p.pending = rn.rs.Process(in)
+		} else {
+			p.pending = append(p.pending[:0], in...)
+		}
+		it.fed += chunk
+		rn.in += chunk
+		if it.fed == n {
+			p.queue = p.queue[1:]
+		}
+		p.writePending()
+	}
+	if len(p.queue) == 0 && len(p.pending) == 0 && p.run != nil && p.run.rs != nil && p.w-p.l.r.Load() < p.lowWater {
+		// Nothing more to resample for now and the ring runs low: release what the
+		// filter holds back. Audio arriving later starts a new run.
+		p.endRun()
+	}
+}
+
+func (p *player) startRun(rate int) error {
+	g := gcd(rate, p.rate)
+	rn := &run{rate: rate, r0: p.w, up: int64(p.rate / g), down: int64(rate / g)}
+	if rate != p.rate {
+		rs, err := audio.NewResampler(rate, p.rate, 1, p.quality)
+		if err != nil {
+			return err
+		}
+		rn.rs = rs
+	}
+	p.run = rn
+	return nil
+}
+
+// endRun flushes the current run's resampler into pending and forgets the run.
+func (p *player) endRun() {
+	if p.run == nil {
+		return
+	}
+	if p.run.rs != nil {
+		p.pending = append(p.pending, p.run.rs.Flush()...)
+		p.writePending()
+	}
+	p.run = nil
+}
+
+// writePending copies pending output into the ring as far as there is room.
+func (p *player) writePending() {
+	if len(p.pending) == 0 {
+		return
+	}
+	free := int64(len(p.l.ring)) - (p.w - p.l.r.Load())
+	n := min(int64(len(p.pending)), free)
+	for i := int64(0); i < n; i++ {
+		p.l.ring[(p.w+i)&p.l.mask] = p.pending[i]
+	}
+	p.w += n
+	p.l.w.Store(p.w)
+	p.pending = p.pending[n:]
+}
+
+// drainRecords moves C's records into segs.
+func (p *player) drainRecords() {
+	l := p.l
+	w := l.recW.Load()
+	for r := l.recR.Load(); r < w; r++ {
+		rec := l.rec[r%recordSlots]
+		if !rec.playing && len(p.queue)+len(p.pending) > 0 && !p.paused && p.inflight == nil && rec.pos == p.w {
+			// C ran dry while audio was waiting: the module was late.
+			p.underruns++
+			p.log.Debug("speaker underrun", zap.Int64("frame", rec.frame), zap.Int("underruns", p.underruns))
+		}
+		p.segs = append(p.segs, rec)
+		l.recR.Store(r + 1)
+	}
+	if lost := l.recLost.Load(); lost != p.lostRecords {
+		p.log.Warn("speaker fell behind its output's records; heard positions may be off", zap.Uint64("lost", lost-p.lostRecords))
+		p.lostRecords = lost
+	}
+}
+
+// heardAt maps the device frame the listener hears to a ring position (ring positions
+// below the result have been heard).
+func (p *player) heardAt(frame int64) int64 {
+	i := -1
+	for j, s := range p.segs {
+		if s.frame > frame {
+			break
+		}
+		i = j
+	}
+	if i < 0 {
+		return p.heard
+	}
+	s := p.segs[i]
+	h := s.pos
+	if s.playing {
+		h += frame - s.frame
+		if i+1 < len(p.segs) {
+			h = min(h, p.segs[i+1].pos)
+		}
+		h = min(h, p.l.r.Load())
+	}
+	// Keep the segment in force; older ones are no longer needed.
+	p.segs = p.segs[i:]
+	return max(h, p.heard)
+}
+
+// prune forgets placements heard completely, keeping the last one for reports.
+func (p *player) prune() {
+	i := 0
+	for i+1 < len(p.placed) && p.placed[i].end <= p.heard && p.placed[i+1].start < p.heard {
+		i++
+	}
+	if i > 0 {
+		p.placed = append(p.placed[:0], p.placed[i:]...)
+	}
+}
+
+// reportAt builds a progress report for the heard position h.
+func (p *player) reportAt(state State, h int64, pos time.Duration, tail bool, reason string) Progress {
+	pr := Progress{State: state, Pos: pos, Tail: tail, Reason: reason}
+	var at *placement
+	for _, pl := range p.placed {
+		if pl.start < h {
+			at = pl
+		}
+	}
+	if at != nil {
+		pr.Heard, pr.Item, pr.Offset, pr.Length = at.it.id, at.it.payload, at.offset(h), at.it.length
+	}
+	return pr
+}
+
+func (p *player) pos(now time.Time) time.Duration { return now.Sub(p.start) }
+
+func (p *player) emit(pr Progress) { p.reports = append(p.reports, pr) }
+
+// takeReports returns and clears the queued reports.
+func (p *player) takeReports() []Progress {
+	r := p.reports
+	p.reports = nil
+	return r
+}
+
+// busy reports whether P must keep waking up: audio in flight, a tail, a request.
+func (p *player) busy() bool {
+	return p.inFlight() || !p.tailUntil.IsZero() || p.inflight != nil || p.state == Playing
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

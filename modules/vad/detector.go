@@ -1,0 +1,260 @@
+package vad
+
+// detector turns a stream of per-window speech probabilities into speech segments and
+// ends of turn, as they happen. Its segmentation is libwhisper's
+// (whisper_vad_segments_from_probs) made causal:
+//
+//   - speech starts at the first window whose probability reaches Threshold;
+//   - once in speech, a window below NegThreshold starts a possible end (the first such
+//     window's position); a window at or above Threshold cancels it, windows in between
+//     neither start nor cancel it (hysteresis);
+//   - the speech ends at that position once MinSilence has passed since it, and is kept
+//     only if it lasted more than MinSpeech;
+//   - kept segments closer than MergeGap are merged;
+//   - every segment is padded by SpeechPad on both sides.
+//
+// Because the batch rules look ahead (a short blip is only known to be noise once it has
+// ended; two segments merge only if the gap stays short), the streaming detector confirms
+// events after the fact: an onset once the speech has lasted more than MinSpeech, an end
+// once MergeGap (at least MinSilence) has passed without new speech. The segments it
+// reports are exactly the batch segments; only when they are reported differs.
+//
+// All positions are sample indices in the stream. A detector is owned by one goroutine.
+type detector struct {
+	p      detectorParams
+	window int64 // samples per probability
+	base   int64 // stream position of the first window
+	next   int64 // stream position of the next window
+	limit  int64 // stream position of the end of the real samples (for clamping)
+
+	// The batch algorithm's running state.
+	inSpeech   bool  // a speech candidate (not yet known to be kept) is running
+	start      int64 // its first window
+	hasTempEnd bool
+	tempEnd    int64 // start of the silence that may end it
+
+	// open is the current kept segment, reported by an onset and not ended yet.
+	open *openSegment
+	// turn tracks the user's turn for end-of-turn events.
+	turn turnState
+}
+
+// detectorParams are Config's segmentation settings, in samples.
+type detectorParams struct {
+	threshold, negThreshold float32
+	minSpeech, minSilence   int64
+	pad, mergeGap, eot      int64
+}
+
+type openSegment struct {
+	start  int64 // raw start (first speech window)
+	rawEnd int64 // raw end (start of the final silence) once ended
+	ended  bool  // rawEnd is set; waiting for MergeGap to pass
+}
+
+type turnState struct {
+	active      bool  // segments were reported since the last end of turn
+	speechStart int64 // padded start of the turn's first segment
+	speechEnd   int64 // padded end of the turn's last finished segment
+	segmentOpen bool  // a segment of the turn has not ended yet
+}
+
+// eventKind says what a detector event reports.
+type eventKind uint8
+
+const (
+	// evOnset: a segment is confirmed; Start is its padded start.
+	evOnset eventKind = iota + 1
+	// evEnd: the segment reported by the last onset ended; End is its padded end.
+	evEnd
+	// evTurnEnd: silence after the turn's last segment reached the end-of-turn threshold.
+	evTurnEnd
+)
+
+func (k eventKind) String() string {
+	switch k {
+	case evOnset:
+		return "onset"
+	case evEnd:
+		return "end"
+	case evTurnEnd:
+		return "turn-end"
+	}
+	return "event?"
+}
+
+// event is something the detector found. Positions are stream sample indices.
+type event struct {
+	Kind eventKind
+	// Start and End of the segment (evOnset sets Start and RawStart, evEnd all three)
+	// or of the turn's speech (evTurnEnd).
+	Start, End int64
+	// RawStart is the first speech window of the segment, before padding.
+	RawStart int64
+	// At is the stream position where the event was decided (the end of the window that
+	// decided it).
+	At int64
+}
+
+// newDetector returns a detector for windows of window samples starting at stream
+// position base.
+func newDetector(p detectorParams, window, base int64) *detector {
+	if p.mergeGap < 2*p.pad {
+		// Segments closer than twice the padding would overlap once padded; libwhisper
+		// splits the gap between them instead. Merging them is what a listener hears.
+		p.mergeGap = 2 * p.pad
+	}
+	if p.mergeGap < p.minSilence {
+		// No gap is shorter than MinSilence anyway (an end is decided only after that
+		// much silence); the floor keeps an ended segment open until then.
+		p.mergeGap = p.minSilence
+	}
+	return &detector{p: p, window: window, base: base, next: base, limit: base}
+}
+
+// Push processes the probability of the next window, which holds real samples up to
+// stream position realEnd (at most the window's end; less for a zero-padded last
+// window), and returns the events it decided, in order.
+func (d *detector) Push(prob float32, realEnd int64) []event {
+	s := d.next
+	d.next += d.window
+	d.limit = max(d.limit, min(realEnd, d.next))
+	var evs []event
+	p := &d.p
+
+	// The batch rules, one window at a time.
+	if prob >= p.threshold && d.hasTempEnd {
+		d.hasTempEnd = false
+	}
+	switch {
+	case prob >= p.threshold && !d.inSpeech:
+		d.inSpeech = true
+		d.start = s
+	case prob < p.negThreshold && d.inSpeech:
+		if !d.hasTempEnd {
+			d.hasTempEnd = true
+			d.tempEnd = s
+		}
+		if s-d.tempEnd >= p.minSilence {
+			kept := d.tempEnd-d.start > p.minSpeech
+			evs = d.speechEnded(kept, d.tempEnd, evs)
+		}
+	}
+	evs = d.confirm(evs)
+	evs = d.settle(evs)
+	return evs
+}
+
+// speechEnded closes the running candidate at end; kept says whether it lasted long
+// enough to be a segment.
+func (d *detector) speechEnded(kept bool, end int64, evs []event) []event {
+	start := d.start
+	d.inSpeech, d.hasTempEnd = false, false
+	if !kept {
+		return evs
+	}
+	if d.open == nil || d.open.ended && start-d.open.rawEnd >= d.p.mergeGap {
+		// Kept but never confirmed: only possible when the candidate ended in the very
+		// window that would have confirmed it. Report the onset now.
+		evs = d.onset(start, evs)
+	}
+	d.open.rawEnd, d.open.ended = end, true
+	return evs
+}
+
+// confirm reports the onset of a running candidate as soon as it is sure to be kept.
+func (d *detector) confirm(evs []event) []event {
+	if !d.inSpeech {
+		return evs
+	}
+	// The candidate's end, when it comes, is no earlier than the pending silence start
+	// or, without one, than the next window.
+	earliestEnd := d.next
+	if d.hasTempEnd {
+		earliestEnd = d.tempEnd
+	}
+	if earliestEnd-d.start <= d.p.minSpeech {
+		return evs
+	}
+	if d.open != nil && d.open.ended && d.start-d.open.rawEnd < d.p.mergeGap {
+		// It continues the open segment: the pending end is withdrawn.
+		d.open.ended = false
+		return evs
+	}
+	if d.open != nil && !d.open.ended {
+		return evs // already part of the open segment
+	}
+	return d.onset(d.start, evs)
+}
+
+// onset reports a new segment starting at raw position start. An ended open segment is
+// finished first.
+func (d *detector) onset(start int64, evs []event) []event {
+	if d.open != nil {
+		evs = d.finish(evs)
+	}
+	d.open = &openSegment{start: start}
+	padded := max(start-d.p.pad, d.base)
+	if !d.turn.active {
+		d.turn = turnState{active: true, speechStart: padded}
+	}
+	d.turn.segmentOpen = true
+	return append(evs, event{Kind: evOnset, Start: padded, RawStart: start, At: d.next})
+}
+
+// finish reports the end of the open segment (which must have ended).
+func (d *detector) finish(evs []event) []event {
+	o := d.open
+	d.open = nil
+	start := max(o.start-d.p.pad, d.base)
+	end := min(o.rawEnd+d.p.pad, d.limit)
+	d.turn.segmentOpen = false
+	d.turn.speechEnd = end
+	return append(evs, event{Kind: evEnd, Start: start, End: end, RawStart: o.start, At: d.next})
+}
+
+// settle finishes an ended segment once nothing can merge into it any more, and ends the
+// turn once the silence after it is long enough.
+func (d *detector) settle(evs []event) []event {
+	if o := d.open; o != nil && o.ended {
+		// A candidate that started within the merge gap may still be kept and merge.
+		pendingMerge := d.inSpeech && d.start-o.rawEnd < d.p.mergeGap
+		if d.next-o.rawEnd >= d.p.mergeGap && !pendingMerge {
+			evs = d.finish(evs)
+		}
+	}
+	t := &d.turn
+	if t.active && !t.segmentOpen && d.open == nil && !d.inSpeech && d.next-t.speechEnd >= d.p.eot {
+		evs = append(evs, event{Kind: evTurnEnd, Start: t.speechStart, End: t.speechEnd, At: d.next})
+		*t = turnState{}
+	}
+	return evs
+}
+
+// Finish ends the stream: a running candidate long enough to be speech becomes a
+// segment ending at the end of the stream, the open segment ends, and an open turn ends
+// however short the silence after it.
+func (d *detector) Finish() []event {
+	var evs []event
+	if d.inSpeech {
+		// libwhisper measures the last segment to the end of the (zero-padded) windows.
+		// A silence that had started but was not long enough yet does not count: the
+		// batch rules extend the segment to the end of the audio.
+		kept := d.next-d.start > d.p.minSpeech
+		evs = d.speechEnded(kept, d.next, evs)
+	}
+	if d.open != nil {
+		if !d.open.ended {
+			d.open.rawEnd, d.open.ended = d.next, true
+		}
+		evs = d.finish(evs)
+	}
+	if d.turn.active {
+		evs = append(evs, event{Kind: evTurnEnd, Start: d.turn.speechStart, End: d.turn.speechEnd, At: d.next})
+		d.turn = turnState{}
+	}
+	return evs
+}
+
+// Position returns the stream position after the last window pushed.
+func (d *detector) Position() int64 { return d.next }

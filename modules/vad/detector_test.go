@@ -1,0 +1,295 @@
+package vad
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+const testWindow = 512
+
+// span is a segment in samples.
+type span struct{ start, end int64 }
+
+// batchSegments is libwhisper's whole-buffer segmentation (whisper_vad_segments_from_probs
+// without the maximum speech duration), written the plain batch way as the reference the
+// streaming detector must reproduce.
+func batchSegments(probs []float32, p detectorParams, realLen int64) []span {
+	var raw []span
+	inSpeech, hasTemp := false, false
+	var start, temp int64
+	for i, pr := range probs {
+		s := int64(i) * testWindow
+		if pr >= p.threshold && hasTemp {
+			hasTemp = false
+		}
+		if pr >= p.threshold && !inSpeech {
+			inSpeech, start = true, s
+			continue
+		}
+		if pr < p.negThreshold && inSpeech {
+			if !hasTemp {
+				hasTemp, temp = true, s
+			}
+			if s-temp < p.minSilence {
+				continue
+			}
+			if temp-start > p.minSpeech {
+				raw = append(raw, span{start, temp})
+			}
+			inSpeech, hasTemp = false, false
+		}
+	}
+	audioLen := int64(len(probs)) * testWindow
+	if inSpeech && audioLen-start > p.minSpeech {
+		raw = append(raw, span{start, audioLen})
+	}
+	// Merge close segments.
+	gap := max(p.mergeGap, 2*p.pad, p.minSilence)
+	var merged []span
+	for _, s := range raw {
+		if n := len(merged); n > 0 && s.start-merged[n-1].end < gap {
+			merged[n-1].end = s.end
+			continue
+		}
+		merged = append(merged, s)
+	}
+	for i := range merged {
+		merged[i].start = max(merged[i].start-p.pad, 0)
+		merged[i].end = min(merged[i].end+p.pad, realLen)
+	}
+	return merged
+}
+
+// stream runs the detector over probs and returns the segments and the events.
+func stream(probs []float32, p detectorParams, realLen int64) ([]span, []event) {
+	d := newDetector(p, testWindow, 0)
+	var evs []event
+	for i, pr := range probs {
+		end := min(int64(i+1)*testWindow, realLen)
+		evs = append(evs, d.Push(pr, end)...)
+	}
+	evs = append(evs, d.Finish()...)
+	var segs []span
+	for _, e := range evs {
+		if e.Kind == evEnd {
+			segs = append(segs, span{e.Start, e.End})
+		}
+	}
+	return segs, evs
+}
+
+func defaultParams() detectorParams { return DefaultConfig().params() }
+
+// windows builds a probability sequence from (probability, number of windows) runs.
+func windows(runs ...any) []float32 {
+	var out []float32
+	for i := 0; i < len(runs); i += 2 {
+		p := float32(runs[i].(float64))
+		for range runs[i+1].(int) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func TestDetectorScripted(t *testing.T) {
+	const w = testWindow
+	// Windows are 32 ms: MinSpeech 250 ms is 7.8 windows, MinSilence 100 ms 3.1,
+	// MergeGap 200 ms 6.25, EndOfTurn 700 ms 21.9.
+	tests := []struct {
+		name  string
+		probs []float32
+		want  []span // raw bounds in windows, before padding
+	}{
+		{"silence", windows(0.1, 50), nil},
+		{"one segment", windows(0.0, 10, 0.9, 20, 0.0, 40), []span{{10 * w, 30 * w}}},
+		{"blip shorter than min speech is dropped", windows(0.0, 10, 0.9, 7, 0.0, 40), nil},
+		{"eight windows are enough", windows(0.0, 10, 0.9, 8, 0.0, 40), []span{{10 * w, 18 * w}}},
+		{"hysteresis: between thresholds does not end speech", windows(0.0, 5, 0.9, 10, 0.4, 30, 0.9, 5, 0.0, 40), []span{{5 * w, 50 * w}}},
+		{"hysteresis: between thresholds does not start speech", windows(0.0, 5, 0.45, 30, 0.0, 40), nil},
+		{"short silence does not end speech", windows(0.0, 5, 0.9, 10, 0.1, 3, 0.9, 10, 0.0, 40), []span{{5 * w, 28 * w}}},
+		{"gap under merge gap merges", windows(0.0, 5, 0.9, 10, 0.1, 6, 0.9, 10, 0.0, 40), []span{{5 * w, 31 * w}}},
+		{"gap over merge gap splits", windows(0.0, 5, 0.9, 10, 0.1, 7, 0.9, 10, 0.0, 40), []span{{5 * w, 15 * w}, {22 * w, 32 * w}}},
+		{"blip inside merge gap does not merge", windows(0.0, 5, 0.9, 10, 0.1, 5, 0.9, 2, 0.1, 30, 0.9, 10, 0.0, 40), []span{{5 * w, 15 * w}, {52 * w, 62 * w}}},
+		{"speech to the end of the stream", windows(0.0, 5, 0.9, 20), []span{{5 * w, 25 * w}}},
+		{"short speech at the end is dropped", windows(0.0, 5, 0.9, 5), nil},
+		{"silence started but too short at the end", windows(0.0, 5, 0.9, 20, 0.0, 2), []span{{5 * w, 27 * w}}},
+	}
+	p := defaultParams()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			realLen := int64(len(tc.probs)) * w
+			var want []span
+			for _, s := range tc.want {
+				want = append(want, span{max(s.start-p.pad, 0), min(s.end+p.pad, realLen)})
+			}
+			if ref := batchSegments(tc.probs, p, realLen); !slices.Equal(ref, want) {
+				t.Fatalf("reference segmentation %v, test expects %v", ref, want)
+			}
+			got, _ := stream(tc.probs, p, realLen)
+			if !slices.Equal(got, want) {
+				t.Fatalf("segments %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestDetectorEventTiming(t *testing.T) {
+	const w = testWindow
+	p := defaultParams()
+	probs := windows(0.0, 10, 0.9, 20, 0.0, 60)
+	_, evs := stream(probs, p, int64(len(probs))*w)
+	kinds := make([]eventKind, len(evs))
+	for i, e := range evs {
+		kinds[i] = e.Kind
+	}
+	if !slices.Equal(kinds, []eventKind{evOnset, evEnd, evTurnEnd}) {
+		t.Fatalf("events %v", kinds)
+	}
+	onset, end, eot := evs[0], evs[1], evs[2]
+	// The onset is confirmed as soon as the speech is sure to last more than MinSpeech:
+	// after the window that ends 250 ms past the start.
+	if wantAt := int64(10+8) * w; onset.At != wantAt {
+		t.Errorf("onset confirmed at %d, want %d", onset.At, wantAt)
+	}
+	if onset.Start != 10*w-p.pad || onset.RawStart != 10*w {
+		t.Errorf("onset start %d raw %d", onset.Start, onset.RawStart)
+	}
+	// The end is reported once MergeGap has passed since the raw end (window 30).
+	if end.At < 30*w+p.mergeGap || end.At > 30*w+p.mergeGap+w {
+		t.Errorf("end reported at %d, want within a window after %d", end.At, 30*w+p.mergeGap)
+	}
+	if end.End != 30*w+p.pad {
+		t.Errorf("end %d, want %d", end.End, 30*w+p.pad)
+	}
+	// The turn ends once EndOfTurn of silence followed the padded end.
+	if eot.At < end.End+p.eot || eot.At > end.End+p.eot+w {
+		t.Errorf("end of turn at %d, want within a window after %d", eot.At, end.End+p.eot)
+	}
+	if eot.Start != onset.Start || eot.End != end.End {
+		t.Errorf("turn %d–%d, want %d–%d", eot.Start, eot.End, onset.Start, end.End)
+	}
+}
+
+func TestDetectorTurns(t *testing.T) {
+	p := defaultParams()
+	ms := func(d time.Duration) int { return int(d / (32 * time.Millisecond)) }
+	tests := []struct {
+		name  string
+		probs []float32
+		turns int
+		segs  int
+	}{
+		// Two segments 500 ms apart are one turn (end of turn is 700 ms).
+		{"pause shorter than end of turn", windows(0.0, 5, 0.9, 20, 0.0, ms(500*time.Millisecond), 0.9, 20, 0.0, 40), 1, 2},
+		{"pause longer than end of turn", windows(0.0, 5, 0.9, 20, 0.0, ms(1200*time.Millisecond), 0.9, 20, 0.0, 40), 2, 2},
+		// A blip during the end-of-turn silence holds the end of turn until it is known
+		// to be noise, but does not start a new segment.
+		{"blip delays but does not prevent the end of turn", windows(0.0, 5, 0.9, 20, 0.0, 18, 0.9, 5, 0.0, 40), 1, 1},
+		{"input ends during speech", windows(0.0, 5, 0.9, 20), 1, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			segs, evs := stream(tc.probs, p, int64(len(tc.probs))*testWindow)
+			turns := 0
+			for _, e := range evs {
+				if e.Kind == evTurnEnd {
+					turns++
+				}
+			}
+			if turns != tc.turns || len(segs) != tc.segs {
+				t.Fatalf("%d turns, %d segments; want %d, %d (%v)", turns, len(segs), tc.turns, tc.segs, evs)
+			}
+		})
+	}
+}
+
+// TestDetectorMatchesBatch drives the detector with random probability sequences and
+// checks that it finds exactly the batch segmentation, that events come in a valid
+// order, and that no onset is reported for speech that is later dropped.
+func TestDetectorMatchesBatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	params := []detectorParams{
+		defaultParams(),
+		{threshold: 0.5, negThreshold: 0.35, minSpeech: 0, minSilence: 0, pad: 0, mergeGap: 0, eot: 3200},
+		{threshold: 0.6, negThreshold: 0.2, minSpeech: 1600, minSilence: 3200, pad: 800, mergeGap: 1000, eot: 8000},
+	}
+	for iter := 0; iter < 3000; iter++ {
+		p := params[iter%len(params)]
+		n := 1 + rng.IntN(300)
+		probs := make([]float32, n)
+		state := rng.Float32()
+		for i := range probs {
+			// A sticky random walk gives runs of speech and silence of varied lengths.
+			if rng.Float32() < 0.15 {
+				state = rng.Float32()
+			}
+			probs[i] = state
+		}
+		realLen := int64(n)*testWindow - int64(rng.IntN(testWindow))
+		want := batchSegments(probs, p, realLen)
+		got, evs := stream(probs, p, realLen)
+		if !slices.Equal(got, want) {
+			t.Fatalf("iteration %d: segments %v, want %v\nprobs %v", iter, got, want, probs)
+		}
+		checkEventOrder(t, evs)
+	}
+}
+
+func checkEventOrder(t *testing.T, evs []event) {
+	t.Helper()
+	open, turn := false, false
+	var last int64
+	for _, e := range evs {
+		if e.At < last {
+			t.Fatalf("events out of stream order: %v", evs)
+		}
+		last = e.At
+		switch e.Kind {
+		case evOnset:
+			if open {
+				t.Fatalf("onset while a segment is open: %v", evs)
+			}
+			if e.At < e.RawStart {
+				t.Fatalf("onset reported before it happened: %v", e)
+			}
+			open, turn = true, true
+		case evEnd:
+			if !open {
+				t.Fatalf("end without onset: %v", evs)
+			}
+			open = false
+		case evTurnEnd:
+			if open || !turn {
+				t.Fatalf("turn end while a segment is open or without speech: %v", evs)
+			}
+			turn = false
+		}
+	}
+	if open || turn {
+		t.Fatalf("stream finished with an open segment or turn: %v", evs)
+	}
+}
+
+func FuzzDetector(f *testing.F) {
+	f.Add([]byte{0, 0, 200, 200, 200, 200, 200, 200, 200, 200, 200, 0, 0, 0, 0, 0}, uint16(300))
+	f.Fuzz(func(t *testing.T, raw []byte, cut uint16) {
+		if len(raw) == 0 {
+			return
+		}
+		probs := make([]float32, len(raw))
+		for i, b := range raw {
+			probs[i] = float32(b) / 255
+		}
+		p := defaultParams()
+		realLen := int64(len(probs))*testWindow - int64(cut)%testWindow
+		want := batchSegments(probs, p, realLen)
+		got, evs := stream(probs, p, realLen)
+		if !slices.Equal(got, want) {
+			t.Fatalf("segments %v, want %v", got, want)
+		}
+		checkEventOrder(t, evs)
+	})
+}

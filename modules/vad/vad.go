@@ -1,0 +1,403 @@
+// Package vad is the voice activity module: it runs Silero VAD over the user's audio as
+// it arrives, reports each stretch of user speech as a vad.Segment IU and the end of the
+// user's turn as a vad.EndOfTurn IU. It also follows the agent's own speaking state, so
+// that a segment says whether the user started speaking while the agent was audible.
+package vad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/engines/ggml"
+	"github.com/parley-voice/parley/engines/whisper"
+	"github.com/parley-voice/parley/iu"
+)
+
+// DefaultModelFile is the file name of the Silero VAD model Parley uses.
+const DefaultModelFile = "ggml-silero-v6.2.0.bin"
+
+// Config configures the VAD module. The segmentation defaults are libwhisper's
+// (whisper_vad_default_params), so that `agent vad` and whisper.cpp's own tools agree.
+type Config struct {
+	// Model is the Silero VAD model in whisper.cpp's ggml format.
+	Model string `yaml:"model"`
+	// Threads for the model (1 when zero).
+	Threads int `yaml:"threads"`
+	// Threshold is the speech probability at which speech starts (and a pending end is
+	// cancelled).
+	Threshold float32 `yaml:"threshold"`
+	// NegThreshold is the probability below which silence starts; zero means
+	// Threshold-0.15 (at least 0.01), as in libwhisper. Probabilities in between keep
+	// whatever state the detector is in: that is the hysteresis.
+	NegThreshold float32 `yaml:"neg_threshold"`
+	// MinSpeech is how long speech must last to count (and how long after its start a
+	// segment is confirmed at the earliest).
+	MinSpeech time.Duration `yaml:"min_speech"`
+	// MinSilence is how long silence must last to end a segment.
+	MinSilence time.Duration `yaml:"min_silence"`
+	// SpeechPad extends every segment on both sides (pre-roll and post-roll).
+	SpeechPad time.Duration `yaml:"speech_pad"`
+	// MergeGap joins segments separated by less silence than this (libwhisper: 200 ms).
+	// A segment's end is reported only once this much silence followed it.
+	MergeGap time.Duration `yaml:"merge_gap"`
+	// EndOfTurn is the silence after the last segment that ends the user's turn.
+	EndOfTurn time.Duration `yaml:"end_of_turn"`
+}
+
+// DefaultConfig returns libwhisper's segmentation defaults and a 700 ms end of turn.
+// Model is empty: callers point it at their model directory.
+func DefaultConfig() Config {
+	return Config{
+		Threads:    1,
+		Threshold:  0.5,
+		MinSpeech:  250 * time.Millisecond,
+		MinSilence: 100 * time.Millisecond,
+		SpeechPad:  30 * time.Millisecond,
+		MergeGap:   200 * time.Millisecond,
+		EndOfTurn:  700 * time.Millisecond,
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Threshold <= 0 || c.Threshold > 1:
+		return fmt.Errorf("vad: threshold %g is not in (0, 1]", c.Threshold)
+	case c.NegThreshold < 0 || c.NegThreshold > c.Threshold:
+		return fmt.Errorf("vad: neg_threshold %g is not in [0, threshold]", c.NegThreshold)
+	case c.MinSpeech < 0, c.MinSilence < 0, c.SpeechPad < 0, c.MergeGap < 0:
+		return errors.New("vad: durations must not be negative")
+	case c.EndOfTurn <= 0:
+		return fmt.Errorf("vad: end_of_turn %v must be positive", c.EndOfTurn)
+	}
+	return nil
+}
+
+func (c Config) params() detectorParams {
+	neg := c.NegThreshold
+	if neg == 0 {
+		neg = max(c.Threshold-0.15, 0.01)
+	}
+	n := func(d time.Duration) int64 { return audio.DurationToSamples(d, audio.PipelineRate) }
+	return detectorParams{
+		threshold: c.Threshold, negThreshold: neg,
+		minSpeech: n(c.MinSpeech), minSilence: n(c.MinSilence),
+		pad: n(c.SpeechPad), mergeGap: n(c.MergeGap), eot: n(c.EndOfTurn),
+	}
+}
+
+// Segment is the payload of a user speech segment (kind "vad"). It is ADDed when the
+// onset is confirmed, with Start back-dated to the onset (padding included) and End
+// zero, and COMMITted when the segment ended, with End set.
+type Segment struct {
+	// Start and End are stream positions (time since the start of the audio stream).
+	Start, End time.Duration
+	// Overlap says that the agent was audible when the user started speaking (or became
+	// audible before the onset was confirmed): the user may be barging in.
+	Overlap bool
+}
+
+// Kind implements iu.Payload.
+func (Segment) Kind() string { return "vad" }
+
+// Summary implements iu.Payload.
+func (s Segment) Summary() string {
+	end := "…"
+	if s.End > 0 {
+		end = fmt.Sprintf("%.2fs", s.End.Seconds())
+	}
+	ov := ""
+	if s.Overlap {
+		ov = " overlap"
+	}
+	return fmt.Sprintf("speech %.2fs–%s%s", s.Start.Seconds(), end, ov)
+}
+
+// EndOfTurn is the payload that ends the user's turn (kind "eot"), ADDed and COMMITted
+// at once when the silence after the turn's last segment reached the threshold (or the
+// input ended). Other end-of-turn policies can produce the same payload.
+type EndOfTurn struct {
+	// SpeechStart and SpeechEnd span the turn's speech (padded segment bounds).
+	SpeechStart, SpeechEnd time.Duration
+	// Silence is how much silence followed SpeechEnd when the turn was ended.
+	Silence time.Duration
+}
+
+// Kind implements iu.Payload.
+func (EndOfTurn) Kind() string { return "eot" }
+
+// Summary implements iu.Payload.
+func (e EndOfTurn) Summary() string {
+	return fmt.Sprintf("end of turn: speech %.2fs–%.2fs, silence %.2fs", e.SpeechStart.Seconds(), e.SpeechEnd.Seconds(), e.Silence.Seconds())
+}
+
+// Scorer scores audio for speech, 16 kHz mono, window by window; engines/whisper.VAD
+// implements it.
+type Scorer interface {
+	// WindowSize is the number of samples per probability.
+	WindowSize() int
+	// Probs feeds samples and returns the probabilities of the windows they completed.
+	Probs(chunk []float32) ([]float32, error)
+	// Flush scores the incomplete last window, padded with silence.
+	Flush() ([]float32, error)
+	// Reset forgets the stream.
+	Reset()
+}
+
+// audible is what the VAD needs from the speaker's progress IUs.
+type audible interface{ Audible() bool }
+
+// Module is the VAD module. It consumes audio.Frame IUs (16 kHz mono) and any payload
+// with an Audible() bool method (the speaker's progress), and produces Segment and
+// EndOfTurn IUs; it forwards nothing else.
+type Module struct {
+	name   string
+	cfg    Config
+	scorer Scorer
+	closer io.Closer
+}
+
+// New returns a VAD module that scores with s. The caller keeps ownership of s.
+func New(name string, cfg Config, s Scorer) (*Module, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, errors.New("vad: no scorer")
+	}
+	return &Module{name: name, cfg: cfg, scorer: s}, nil
+}
+
+// Open loads cfg.Model with libwhisper and returns a module that owns it; Close it after
+// the network ran.
+func Open(name string, cfg Config) (*Module, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Model == "" {
+		return nil, errors.New("vad: no model configured")
+	}
+	if err := ggml.LoadBackends(); err != nil {
+		return nil, fmt.Errorf("vad: %w", err)
+	}
+	v, err := whisper.NewVAD(cfg.Model, whisper.VADParams{Threads: cfg.Threads})
+	if err != nil {
+		return nil, fmt.Errorf("vad: %w", err)
+	}
+	m, err := New(name, cfg, v)
+	if err != nil {
+		v.Close()
+		return nil, err
+	}
+	m.closer = v
+	return m, nil
+}
+
+// Close frees the model loaded by Open. Call it after Run returned.
+func (m *Module) Close() error {
+	if m.closer == nil {
+		return nil
+	}
+	err := m.closer.Close()
+	m.closer = nil
+	return err
+}
+
+// Name implements iu.Module.
+func (m *Module) Name() string { return m.name }
+
+// Run implements iu.Module.
+func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
+	m.scorer.Reset()
+	r := &runner{m: m, p: p, lastAudible: -1}
+	for {
+		ev, err := p.Next(ctx, time.Time{})
+		if err != nil {
+			return err
+		}
+		switch ev.Kind {
+		case iu.EventMessage:
+			for _, up := range ev.Message.Updates {
+				if err := r.update(ctx, up); err != nil {
+					return err
+				}
+			}
+		case iu.EventInputDone:
+			return r.finish(ctx)
+		}
+	}
+}
+
+// runner is the state of one Run, owned by the module's goroutine.
+type runner struct {
+	m   *Module
+	p   *iu.Ports
+	det *detector
+	pos int64 // stream position after the last sample fed to the scorer
+
+	// recent holds the latest audio IUs, to ground segments in the audio of their onset.
+	recent []frameRef
+
+	audibleNow  bool
+	lastAudible int64 // stream position where the agent was last audible; -1 never
+
+	open     *iu.IU
+	turnSegs []iu.ID
+}
+
+type frameRef struct {
+	id         iu.ID
+	start, end int64
+}
+
+// groundingWindow bounds how much audio a segment's onset can be grounded in.
+const groundingWindow = 2 * audio.PipelineRate
+
+// maxGap is the longest stretch of missing audio scored as silence; a longer jump in
+// stream positions restarts the detector.
+const maxGap = 5 * audio.PipelineRate
+
+func (r *runner) update(ctx context.Context, up iu.Update) error {
+	if up.Type != iu.Add && up.Type != iu.UpdatePayload {
+		return nil // frames arrive as ADD+COMMIT; the commit adds nothing
+	}
+	switch pl := up.IU.Payload.(type) {
+	case audio.Frame:
+		if up.Type == iu.Add {
+			return r.frame(ctx, up.IU.ID, pl)
+		}
+	case audible:
+		r.audibleNow = pl.Audible()
+		if r.audibleNow {
+			r.lastAudible = r.pos
+		}
+	}
+	return nil
+}
+
+func (r *runner) frame(ctx context.Context, id iu.ID, f audio.Frame) error {
+	if f.Rate != audio.PipelineRate || f.Channels != 1 {
+		return fmt.Errorf("vad: audio %s: want %d Hz mono", f.Summary(), audio.PipelineRate)
+	}
+	samples := f.Samples
+	if r.det == nil {
+		r.det = newDetector(r.m.cfg.params(), int64(r.m.scorer.WindowSize()), f.Start)
+		r.pos = f.Start
+	}
+	switch {
+	case f.Start > r.pos+maxGap:
+		// A jump this large is a new stream (a restarted capture), not a lost block:
+		// end what was running and start over at the new position.
+		if err := r.finish(ctx); err != nil {
+			return err
+		}
+		r.m.scorer.Reset()
+		r.det = newDetector(r.m.cfg.params(), int64(r.m.scorer.WindowSize()), f.Start)
+		r.pos = f.Start
+	case f.Start > r.pos:
+		// Audio went missing (a dropped capture block): score silence in its place so
+		// that stream positions stay true.
+		if err := r.score(ctx, make([]float32, f.Start-r.pos)); err != nil {
+			return err
+		}
+	case f.Start < r.pos:
+		// Audio already scored (a replayed block): skip what was seen.
+		skip := r.pos - f.Start
+		if skip >= int64(len(samples)) {
+			return nil
+		}
+		samples = samples[skip:]
+	}
+	r.recent = append(r.recent, frameRef{id: id, start: f.Start, end: f.End()})
+	for len(r.recent) > 1 && r.recent[0].end < f.End()-groundingWindow {
+		r.recent = r.recent[1:]
+	}
+	if r.audibleNow {
+		r.lastAudible = f.End()
+	}
+	return r.score(ctx, samples)
+}
+
+func (r *runner) score(ctx context.Context, samples []float32) error {
+	probs, err := r.m.scorer.Probs(samples)
+	if err != nil {
+		return fmt.Errorf("vad: %w", err)
+	}
+	r.pos += int64(len(samples))
+	w := int64(r.m.scorer.WindowSize())
+	for _, pr := range probs {
+		if err := r.events(ctx, r.det.Push(pr, r.det.Position()+w)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) finish(ctx context.Context) error {
+	if r.det == nil {
+		return nil
+	}
+	probs, err := r.m.scorer.Flush()
+	if err != nil {
+		return fmt.Errorf("vad: %w", err)
+	}
+	for _, pr := range probs {
+		if err := r.events(ctx, r.det.Push(pr, r.pos)); err != nil {
+			return err
+		}
+	}
+	return r.events(ctx, r.det.Finish())
+}
+
+func dur(samples int64) time.Duration { return audio.SamplesToDuration(samples, audio.PipelineRate) }
+
+func (r *runner) events(ctx context.Context, evs []event) error {
+	for _, ev := range evs {
+		var ups []iu.Update
+		switch ev.Kind {
+		case evOnset:
+			seg := Segment{
+				Start:   dur(ev.Start),
+				Overlap: r.audibleNow || r.lastAudible >= ev.RawStart,
+			}
+			u := r.p.NewIU(seg, r.grounding(ev.Start, ev.At)...)
+			r.open = &u
+			r.turnSegs = append(r.turnSegs, u.ID)
+			ups = append(ups, iu.AddOf(u))
+		case evEnd:
+			if r.open == nil {
+				continue
+			}
+			u := *r.open
+			seg := u.Payload.(Segment)
+			seg.End = dur(ev.End)
+			u.Payload = seg
+			r.open = nil
+			ups = append(ups, iu.CommitOf(u))
+		case evTurnEnd:
+			eot := EndOfTurn{SpeechStart: dur(ev.Start), SpeechEnd: dur(ev.End), Silence: dur(ev.At - ev.End)}
+			u := r.p.NewIU(eot, r.turnSegs...)
+			r.turnSegs = nil
+			ups = append(ups, iu.AddOf(u), iu.CommitOf(u))
+		}
+		if err := r.p.Send(ctx, ups...); err != nil {
+			return fmt.Errorf("vad: %w", err)
+		}
+	}
+	return nil
+}
+
+// grounding returns the audio IUs that overlap [start, end).
+func (r *runner) grounding(start, end int64) []iu.ID {
+	var ids []iu.ID
+	for _, f := range r.recent {
+		if f.end > start && f.start < end {
+			ids = append(ids, f.id)
+		}
+	}
+	return ids
+}
