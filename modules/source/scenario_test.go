@@ -232,8 +232,8 @@ recordings:
 	if logs.FilterMessageSnippet("clip").Len() == 0 {
 		t.Error("clipping was not logged")
 	}
-	if last := col.frames[len(col.frames)-1]; took != last.StartTime() {
-		t.Errorf("virtual time %v, last frame at %v", took, last.StartTime())
+	if last := col.frames[len(col.frames)-1]; took != audio.SamplesToDuration(last.End(), last.Rate) {
+		t.Errorf("virtual time %v, last frame ends at %v", took, audio.SamplesToDuration(last.End(), last.Rate))
 	}
 }
 

@@ -24,6 +24,8 @@ import (
 type collector struct {
 	frames  []audio.Frame
 	created []time.Time
+	// eos is the end-of-stream IU, which must come last and name the stream's end.
+	eos *EndOfStream
 	// stopAfter, when > 0, calls stop once that many frames have arrived.
 	stopAfter int
 	stop      context.CancelFunc
@@ -42,6 +44,20 @@ func (c *collector) Run(ctx context.Context, p *iu.Ports) error {
 			ups := ev.Message.Updates
 			if len(ups) != 2 || ups[0].Type != iu.Add || ups[1].Type != iu.Commit || ups[0].IU.ID != ups[1].IU.ID {
 				return fmt.Errorf("want one ADD+COMMIT per batch, got %v", ups)
+			}
+			if c.eos != nil {
+				return fmt.Errorf("%s after the end of stream", ups[0].IU.Payload.Summary())
+			}
+			if e, ok := ups[0].IU.Payload.(EndOfStream); ok {
+				var end int64
+				if n := len(c.frames); n > 0 {
+					end = c.frames[n-1].End()
+				}
+				if e.Pos != end || e.Rate != audio.PipelineRate {
+					return fmt.Errorf("end of stream %+v, want position %d at %d Hz", e, end, audio.PipelineRate)
+				}
+				c.eos = &e
+				continue
 			}
 			f, ok := ups[0].IU.Payload.(audio.Frame)
 			if !ok {
@@ -169,9 +185,10 @@ func TestFileSharedRecordings(t *testing.T) {
 			if math.Abs(gotDur-wantDur) > 0.020 {
 				t.Fatalf("played %.4f s, the file lasts %.4f s", gotDur, wantDur)
 			}
-			// Pacing: the last frame went out at its stream position on the clock.
-			if last := col.frames[len(col.frames)-1]; took != last.StartTime() {
-				t.Errorf("virtual run took %v, last frame is at %v", took, last.StartTime())
+			// Pacing: the last frame went out when it ended on the stream clock, as from
+			// a microphone.
+			if last := col.frames[len(col.frames)-1]; took != audio.SamplesToDuration(last.End(), last.Rate) {
+				t.Errorf("virtual run took %v, last frame ends at %v", took, audio.SamplesToDuration(last.End(), last.Rate))
 			}
 
 			// Energy: the speech band survives resampling; what is lost above 8 kHz in
@@ -240,18 +257,19 @@ func TestFilePacingVirtual(t *testing.T) {
 		t.Fatalf("got %d frames, want 1500", len(col.frames))
 	}
 	for i, f := range col.frames {
-		if want := virtualStart.Add(f.StartTime()); !col.created[i].Equal(want) {
-			t.Fatalf("frame %d created at %v, want %v", i, col.created[i].Sub(virtualStart), f.StartTime())
+		end := audio.SamplesToDuration(f.End(), f.Rate)
+		if want := virtualStart.Add(end); !col.created[i].Equal(want) {
+			t.Fatalf("frame %d created at %v, want %v (when its last sample was spoken)", i, col.created[i].Sub(virtualStart), end)
 		}
 	}
-	if want := 29980 * time.Millisecond; took != want {
+	if want := 30 * time.Second; took != want {
 		t.Errorf("virtual time %v, want %v", took, want)
 	}
 	t.Logf("30 s of 44.1 kHz stereo replayed in %v of wall time", time.Since(wall))
 }
 
 // TestFilePacingReal: on the real clock 200 ms of audio takes about 200 ms (the last
-// frame is due 180 ms after the start), without a tight upper bound that a loaded
+// frame is due 200 ms after the start), without a tight upper bound that a loaded
 // machine could break.
 func TestFilePacingReal(t *testing.T) {
 	path := writeWAV(t, "short.wav", tone(16000, 1, 200*time.Millisecond, 440, 0.3), 16)

@@ -232,6 +232,11 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	}
 }
 
+// kindEndOfStream is the payload kind a source sends after its last audio
+// (source.EndOfStream). The VAD flushes then, because in an agent network its input
+// ends only after the modules that read its output have stopped.
+const kindEndOfStream = "eos"
+
 // runner is the state of one Run, owned by the module's goroutine.
 type runner struct {
 	m   *Module
@@ -247,6 +252,7 @@ type runner struct {
 
 	open     *iu.IU
 	turnSegs []iu.ID
+	finished bool // the stream ended and the detector was flushed
 }
 
 type frameRef struct {
@@ -265,6 +271,9 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 	if up.Type != iu.Add && up.Type != iu.UpdatePayload {
 		return nil // frames arrive as ADD+COMMIT; the commit adds nothing
 	}
+	if up.Type == iu.Add && up.IU.Payload.Kind() == kindEndOfStream {
+		return r.finish(ctx)
+	}
 	switch pl := up.IU.Payload.(type) {
 	case audio.Frame:
 		if up.Type == iu.Add {
@@ -280,6 +289,9 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 }
 
 func (r *runner) frame(ctx context.Context, id iu.ID, f audio.Frame) error {
+	if r.finished {
+		return fmt.Errorf("vad: audio %s after the end of the stream", f.Summary())
+	}
 	if f.Rate != audio.PipelineRate || f.Channels != 1 {
 		return fmt.Errorf("vad: audio %s: want %d Hz mono", f.Summary(), audio.PipelineRate)
 	}
@@ -292,7 +304,7 @@ func (r *runner) frame(ctx context.Context, id iu.ID, f audio.Frame) error {
 	case f.Start > r.pos+maxGap:
 		// A jump this large is a new stream (a restarted capture), not a lost block:
 		// end what was running and start over at the new position.
-		if err := r.finish(ctx); err != nil {
+		if err := r.flush(ctx); err != nil {
 			return err
 		}
 		r.m.scorer.Reset()
@@ -337,7 +349,17 @@ func (r *runner) score(ctx context.Context, samples []float32) error {
 	return nil
 }
 
+// finish flushes the detector at the end of the stream; audio after it is an error.
 func (r *runner) finish(ctx context.Context) error {
+	if r.finished {
+		return nil
+	}
+	r.finished = true
+	return r.flush(ctx)
+}
+
+// flush ends whatever segment and turn are running.
+func (r *runner) flush(ctx context.Context) error {
 	if r.det == nil {
 		return nil
 	}
