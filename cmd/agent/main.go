@@ -29,6 +29,15 @@ type command struct {
 func commands() []command {
 	return []command{
 		doctorCommand(),
+		devicesCommand(),
+		transcribeCommand(),
+		vadCommand(),
+		werCommand(),
+		modelsCommand(),
+		plotCommand(),
+		replayCommand(),
+		sayCommand(),
+		generateCommand(),
 	}
 }
 
@@ -98,6 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer closeLog()
+	quietNativeLogs(logCfg.Level)
 	a := &app{stdout: stdout, stderr: stderr, log: logger, paths: config.DefaultPaths(), logCfg: logCfg}
 	if err := cmd.Run(ctx, a, rest[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

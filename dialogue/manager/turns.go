@@ -48,8 +48,21 @@ type BargeInConfig struct {
 	// Backchannels never interrupt ("mm-hmm", "yeah", ...); compared case- and
 	// punctuation-insensitively.
 	Backchannels []string `yaml:"backchannels"`
-	// Grace is how long after the user stopped the manager still waits for late words
-	// before it decides the barge-in was false and resumes playback.
+	// MaxBackchannel: speech over the agent that lasts longer than this interrupts
+	// whatever the recogniser made of it (nobody backchannels for that long); 0 turns
+	// the rule off.
+	MaxBackchannel time.Duration `yaml:"max_backchannel"`
+	// MinStability is the stability a partial word needs to count (1: only words local
+	// agreement confirmed). Final words always count.
+	MinStability float32 `yaml:"min_stability"`
+	// EarlyWords is how many real words partial hypotheses must hold to decide a
+	// barge-in before the final transcript (0: never decide on partials). A single
+	// partial word is not trusted: recognisers revise short words ("yet" → "yeah"), and
+	// the agent's audio is paused meanwhile anyway.
+	EarlyWords int `yaml:"early_words"`
+	// Grace is how long after the user stopped the manager waits for the final
+	// transcript before it decides the barge-in was false and resumes playback. It must
+	// cover the end-of-turn silence plus the recogniser's final decode.
 	Grace time.Duration `yaml:"grace"`
 }
 
@@ -73,11 +86,14 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		BargeIn: BargeInConfig{
-			Enabled:      true,
-			MinDuration:  250 * time.Millisecond,
-			MinWords:     1,
-			Backchannels: []string{"mm-hmm", "mhm", "mm", "hmm", "uh-huh", "yeah", "yes", "okay", "ok", "right", "sure", "i see"},
-			Grace:        700 * time.Millisecond,
+			Enabled:        true,
+			MinDuration:    250 * time.Millisecond,
+			MinWords:       1,
+			Backchannels:   []string{"mm-hmm", "mhm", "mm", "hmm", "uh-huh", "yeah", "yes", "okay", "ok", "right", "sure", "i see"},
+			MaxBackchannel: time.Second,
+			MinStability:   1,
+			EarlyWords:     2,
+			Grace:          2 * time.Second,
 		},
 	}
 }
@@ -215,11 +231,12 @@ type agentTurn struct {
 
 // bargeIn is a barge-in under evaluation.
 type bargeIn struct {
-	onset    time.Time
-	open     bool // the user is still speaking
-	ended    time.Time
-	words    []string
-	resolved bool
+	onset      time.Time
+	open       bool // the user is still speaking
+	ended      time.Time
+	words      []string
+	minReached bool // the speech lasted the minimum duration
+	resolved   bool
 }
 
 // Turns is the turn-taking state machine. It is not safe for concurrent use: the
@@ -272,14 +289,10 @@ func (t *Turns) AgentTurn() int {
 // Deadline returns when Tick must next be called (zero: no deadline).
 func (t *Turns) Deadline() time.Time {
 	var d time.Time
-	if b := t.barge; b != nil && !b.resolved {
-		if b.open {
-			d = b.onset.Add(t.cfg.BargeIn.MinDuration)
-		} else {
-			d = b.ended.Add(t.cfg.BargeIn.Grace)
-		}
+	if b := t.barge; b != nil && !b.resolved && t.agentActive() {
+		d = t.bargeDeadline(b)
 	}
-	if r := t.cfg.Reengage; r.After > 0 && t.state == SilenceAfterAgent && t.reengaged < max(r.Max, 1) && !t.lastActivity.IsZero() {
+	if r := t.cfg.Reengage; r.After > 0 && t.state == SilenceAfterAgent && t.agent == nil && t.reengaged < max(r.Max, 1) && !t.lastActivity.IsZero() {
 		rd := t.lastActivity.Add(r.After)
 		if d.IsZero() || rd.Before(d) {
 			d = rd
@@ -309,6 +322,23 @@ func (t *Turns) Tick(now time.Time) []Action {
 		acts = t.setState(SilenceAfterUser, acts)
 	}
 	return acts
+}
+
+// bargeDeadline is when a barge-in under evaluation must be looked at again: when its
+// minimum duration is reached, when it has become too long to be a backchannel, or when
+// the wait for its transcript is over.
+func (t *Turns) bargeDeadline(b *bargeIn) time.Time {
+	cfg := t.cfg.BargeIn
+	if !b.open {
+		return b.ended.Add(cfg.Grace)
+	}
+	if !b.minReached {
+		return b.onset.Add(cfg.MinDuration)
+	}
+	if cfg.MaxBackchannel > 0 {
+		return b.onset.Add(cfg.MaxBackchannel)
+	}
+	return time.Time{}
 }
 
 func (t *Turns) newTurnID() int {
@@ -416,6 +446,7 @@ func (t *Turns) handleUtterance(ev Event, acts []Action) []Action {
 	t.overlapUtterance = false
 	t.userWords = nil
 	t.lastActivity = ev.At
+	acts = t.decideOnUtterance(strings.Fields(text), acts)
 	if text == "" {
 		// Noise: no turn. Fall back to what the agent is doing.
 		return t.settle(acts)
@@ -504,7 +535,11 @@ func (t *Turns) settle(acts []Action) []Action {
 func (t *Turns) evaluateBargeIn(now time.Time, acts []Action) []Action {
 	b := t.barge
 	a := t.agent
-	if b == nil || b.resolved || a == nil || a.interrupted {
+	if b == nil || b.resolved {
+		return acts
+	}
+	if a == nil || a.interrupted {
+		b.resolved = true // nothing left to interrupt or resume
 		return acts
 	}
 	cfg := t.cfg.BargeIn
@@ -512,29 +547,57 @@ func (t *Turns) evaluateBargeIn(now time.Time, acts []Action) []Action {
 	if !b.open {
 		end = b.ended
 	}
-	long := end.Sub(b.onset) >= cfg.MinDuration
-	real := t.realWords(b.words)
-	if long && real >= cfg.MinWords {
-		b.resolved = true
-		a.interrupted = true
-		a.paused = false
-		acts = append(acts, Action{Interrupt: &ControlTurn{TurnID: a.id, Reason: "barge-in"}})
-		return t.setState(Overlap, acts)
-	}
-	if !b.open && !now.Before(b.ended.Add(cfg.Grace)) {
-		// The user stopped and no real words came: a cough, a backchannel, noise.
-		b.resolved = true
-		t.barge = nil
-		if a.paused {
-			a.paused = false
-			acts = append(acts, Action{Resume: &ControlTurn{TurnID: a.id, Reason: "false barge-in"}})
-		}
-		if a.audible || a.audioQueued {
-			return t.setState(AgentSpeaking, acts)
-		}
-		return t.settle(acts)
+	dur := end.Sub(b.onset)
+	b.minReached = b.minReached || dur >= cfg.MinDuration
+	switch {
+	case b.minReached && cfg.MinWords > 0 && cfg.EarlyWords > 0 && t.realWords(b.words) >= max(cfg.MinWords, cfg.EarlyWords),
+		b.minReached && cfg.MinWords == 0,
+		cfg.MaxBackchannel > 0 && dur >= cfg.MaxBackchannel:
+		return t.interrupt(acts, "barge-in")
+	case !b.open && !now.Before(b.ended.Add(cfg.Grace)):
+		// The user stopped and no transcript came to say otherwise: a cough, noise.
+		return t.resume(acts, "false barge-in")
 	}
 	return acts
+}
+
+// decideOnUtterance settles a barge-in with the final transcript of the speech.
+func (t *Turns) decideOnUtterance(words []string, acts []Action) []Action {
+	b := t.barge
+	if b == nil || b.resolved || t.agent == nil || t.agent.interrupted {
+		return acts
+	}
+	cfg := t.cfg.BargeIn
+	if b.minReached && t.realWords(words) >= max(cfg.MinWords, 1) {
+		return t.interrupt(acts, "barge-in (final transcript)")
+	}
+	return t.resume(acts, "backchannel or noise")
+}
+
+func (t *Turns) interrupt(acts []Action, reason string) []Action {
+	a := t.agent
+	t.barge.resolved = true
+	a.interrupted = true
+	a.paused = false
+	acts = append(acts, Action{Interrupt: &ControlTurn{TurnID: a.id, Reason: reason}})
+	return t.setState(Overlap, acts)
+}
+
+func (t *Turns) resume(acts []Action, reason string) []Action {
+	a := t.agent
+	t.barge.resolved = true
+	t.barge = nil
+	if a.paused {
+		a.paused = false
+		acts = append(acts, Action{Resume: &ControlTurn{TurnID: a.id, Reason: reason}})
+	}
+	if t.userSpeaking {
+		return t.setState(Overlap, acts)
+	}
+	if a.audible || a.audioQueued {
+		return t.setState(AgentSpeaking, acts)
+	}
+	return t.settle(acts)
 }
 
 func (t *Turns) realWords(words []string) int {

@@ -124,7 +124,7 @@ func TestTurns(t *testing.T) {
 			name: "real barge-in interrupts and the user's turn follows the cut agent turn",
 			steps: concat(speakingAgent(), []step{
 				{ms: 3000, ev: speechStart(2950), want: []string{"pause 2"}},
-				{ms: 3150, ev: words("wait")},
+				{ms: 3150, ev: words("wait", "please")},
 				{ms: 3200, tick: true, want: []string{"interrupt 2"}},
 				{ms: 3210, ev: stopped(2)},
 				{ms: 3220, ev: reply(2, "Once upon a time there was a dragon.", true), want: []string{`agent-cut 2 "Once upon a time there was a dragon."`}},
@@ -152,8 +152,8 @@ func TestTurns(t *testing.T) {
 				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
 				{ms: 3200, ev: words("mm-hmm")},
 				{ms: 3400, ev: speechEnd(3400)},
-				{ms: 4100, tick: true, want: []string{"resume 2"}},
-				{ms: 4150, ev: utterance("Mm-hmm.")},
+				{ms: 4100, tick: true},
+				{ms: 4150, ev: utterance("Mm-hmm."), want: []string{"resume 2"}},
 				{ms: 4200, ev: reply(2, "Once upon a time.", false)},
 				{ms: 4210, ev: queued(2, true)},
 				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`}},
@@ -166,8 +166,7 @@ func TestTurns(t *testing.T) {
 				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
 				{ms: 3300, ev: words("I", "see")},
 				{ms: 3500, ev: speechEnd(3500)},
-				{ms: 4200, tick: true, want: []string{"resume 2"}},
-				{ms: 4250, ev: utterance("i see")},
+				{ms: 4250, ev: utterance("i see"), want: []string{"resume 2"}},
 			}),
 			final: AgentSpeaking,
 		},
@@ -176,9 +175,8 @@ func TestTurns(t *testing.T) {
 			steps: concat(speakingAgent(), []step{
 				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
 				{ms: 3100, ev: speechEnd(3100)},
-				{ms: 3700, tick: true},
-				{ms: 3800, tick: true, want: []string{"resume 2"}},
-				{ms: 4000, ev: utterance("")},
+				{ms: 3800, tick: true},
+				{ms: 4000, ev: utterance(""), want: []string{"resume 2"}},
 			}),
 			final: AgentSpeaking,
 		},
@@ -187,7 +185,7 @@ func TestTurns(t *testing.T) {
 			steps: concat(speakingAgent(), []step{
 				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
 				{ms: 3300, ev: speechEnd(3300)},
-				{ms: 3500, ev: words("stop"), want: []string{"interrupt 2"}},
+				{ms: 3500, ev: words("stop", "it"), want: []string{"interrupt 2"}},
 			}),
 			final: Overlap,
 		},
@@ -197,11 +195,53 @@ func TestTurns(t *testing.T) {
 				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
 				{ms: 3100, ev: words("no")},
 				{ms: 3150, ev: speechEnd(3150)},
-				{ms: 3850, tick: true, want: []string{"resume 2"}},
-				{ms: 3900, ev: utterance("no")},
+				{ms: 3850, tick: true},
+				{ms: 3900, ev: utterance("no"), want: []string{"resume 2"}},
 				{ms: 4000, ev: reply(2, "Once upon a time.", false)},
 				{ms: 4010, ev: queued(2, true)},
 				{ms: 5000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `user 3 "no"`, "respond 4"}},
+			}),
+			final: SilenceAfterUser,
+		},
+		{
+			name: "one partial word does not decide; the final transcript does",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
+				{ms: 3300, ev: words("yet")},
+				{ms: 3400, ev: speechEnd(3400)},
+				{ms: 4100, ev: utterance("yeah"), want: []string{"resume 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "without a transcript, the grace period ends a false barge-in",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
+				{ms: 3100, ev: speechEnd(3100)},
+				{ms: 5099, tick: true},
+				{ms: 5100, tick: true, want: []string{"resume 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "speech too long for a backchannel interrupts without words",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
+				{ms: 3250, tick: true},
+				{ms: 3600, ev: words("mm-hmm")},
+				{ms: 3999, tick: true},
+				{ms: 4000, tick: true, want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "a real word in the final transcript interrupts",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
+				{ms: 3400, ev: speechEnd(3400)},
+				{ms: 4300, ev: utterance("stop"), want: []string{"interrupt 2"}},
+				{ms: 4310, ev: stopped(2)},
+				{ms: 4320, ev: reply(2, "Once upon a time.", true), want: []string{`agent-cut 2 "Once upon a time."`, `user 3 "stop"`, "respond 4"}},
 			}),
 			final: SilenceAfterUser,
 		},
@@ -319,8 +359,13 @@ func TestDeadlines(t *testing.T) {
 	if got, want := turns.Deadline(), at(2980+250); !got.Equal(want) {
 		t.Fatalf("while the user speaks the deadline is the minimum duration: %v, want %v", got, want)
 	}
-	turns.Handle(Event{At: at(3100), SpeechEnd: &SpeechEnd{End: at(3100)}})
-	if got, want := turns.Deadline(), at(3100+700); !got.Equal(want) {
+	turns.Handle(Event{At: at(3240), Words: &Words{Words: []string{"mm-hmm"}}})
+	turns.Tick(at(3230))
+	if got, want := turns.Deadline(), at(2980+1000); !got.Equal(want) {
+		t.Fatalf("after the minimum duration the deadline is the longest backchannel: %v, want %v", got, want)
+	}
+	turns.Handle(Event{At: at(3300), SpeechEnd: &SpeechEnd{End: at(3300)}})
+	if got, want := turns.Deadline(), at(3300+2000); !got.Equal(want) {
 		t.Fatalf("after the user stopped the deadline is the grace period: %v, want %v", got, want)
 	}
 }

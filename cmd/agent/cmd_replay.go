@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/parley-voice/parley/metrics"
+	"github.com/parley-voice/parley/pipeline"
+	"go.uber.org/zap"
+)
+
+func replayCommand() command {
+	return command{
+		Name:    "replay",
+		Summary: "run the agent on a recording or a scenario; write what a listener heard, the transcript, the session and the timeline",
+		Run:     runReplay,
+	}
+}
+
+func runReplay(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "replay", "SCENARIO.yaml|FILE.wav")
+	cfgPath := configFlag(fs)
+	out := fs.String("o", "", "output directory (default: replays/NAME-TIME in the logs directory)")
+	clockName := fs.String("clock", "virtual", "virtual (as fast as possible, deterministic) or real (real time, real latencies)")
+	turnBased := fs.Bool("turn-based", false, "generate the whole reply before speaking (the baseline pipeline)")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return usageErrorf("replay needs one scenario or WAV file")
+	}
+	if *clockName != "virtual" && *clockName != "real" {
+		return usageErrorf("--clock must be virtual or real")
+	}
+	cfg, from, err := loadAgentConfig(a, *cfgPath)
+	if err != nil {
+		return err
+	}
+	if *turnBased {
+		cfg = pipeline.TurnBased(cfg)
+	}
+	dir := *out
+	if dir == "" {
+		name := strings.TrimSuffix(filepath.Base(rest[0]), filepath.Ext(rest[0]))
+		dir = filepath.Join(a.paths.Logs, "replays", name+"-"+time.Now().Format("20060102-150405"))
+	}
+	a.log.Info("replay", zap.String("input", rest[0]), zap.String("config", from), zap.String("output", dir), zap.String("clock", *clockName))
+	eng, err := pipeline.LoadEngines(cfg, a.log)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	res, err := pipeline.Replay(ctx, cfg, eng, pipeline.ReplayOptions{Input: rest[0], OutDir: dir, RealClock: *clockName == "real", Console: a.stdout, Record: true, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "\nreplayed %s in %v (wall clock)\n", rest[0], res.Wall.Round(time.Millisecond))
+	metrics.WriteTable(a.stdout, "latencies ("+*clockName+" clock)", metrics.Summarize(res.Metrics))
+	fmt.Fprintf(a.stdout, "\nwrote %s: heard.wav (user + agent), agent.wav, user.wav, transcript.txt, timeline.jsonl, timeline.svg, metrics.json, session/\n", dir)
+	return nil
+}

@@ -1,0 +1,18 @@
+package main
+
+import (
+	"github.com/parley-voice/parley/engines/llama"
+	"github.com/parley-voice/parley/engines/whisper"
+)
+
+// quietNativeLogs keeps libwhisper's and libllama's own log lines (one per VAD window,
+// dozens per model load) off the console unless the user asked for debug logs.
+func quietNativeLogs(level string) {
+	if level == "debug" {
+		whisper.SetLogLevel(whisper.LogWarn)
+		llama.SetLogLevel(llama.LogWarn)
+		return
+	}
+	whisper.SetLogLevel(whisper.LogError)
+	llama.SetLogLevel(llama.LogError)
+}

@@ -1,0 +1,366 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/dialogue"
+	"github.com/parley-voice/parley/dialogue/manager"
+	"github.com/parley-voice/parley/engines/llama"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/metrics"
+	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/tts"
+	"github.com/parley-voice/parley/modules/vad"
+	"go.uber.org/zap"
+)
+
+// Module names in the agent network.
+const (
+	NameInput   = "input"
+	NameVAD     = "vad"
+	NameASR     = "asr"
+	NameManager = "manager"
+	NameLLM     = "llm"
+	NameHold    = "hold"
+	NameTTS     = "tts"
+	NameSpeaker = "speaker"
+	NameConsole = "console"
+)
+
+// IO is what differs between live use, replays and tests: where audio comes from and
+// goes to, the clock, and where the record of the session goes.
+type IO struct {
+	// Input produces 16 kHz mono audio IUs (a microphone or a recording); its name
+	// must be NameInput.
+	Input iu.Module
+	// Speaker plays the agent's audio and reports progress; its name must be NameSpeaker.
+	Speaker iu.Module
+	// Console, when set, shows the conversation (it reads every module's output).
+	Console iu.Module
+	Clock   clock.Clock
+	Logger  *zap.Logger
+	// Timeline receives every update as JSON lines (optional).
+	Timeline io.Writer
+	// OnMetrics receives each exchange's latencies (optional).
+	OnMetrics func(metrics.Turn)
+	// SessionDir, when set, is where the session is saved (overrides the config).
+	SessionDir string
+	// Observers see every update (tests, tools).
+	Observers []iu.Observer
+}
+
+// Agent is a built network with the resources behind it.
+type Agent struct {
+	Network *iu.Network
+	Store   *dialogue.Store
+	Manager *manager.Module
+	// SessionDir is where the session is saved ("" when it is not).
+	SessionDir string
+
+	timeline *iu.Timeline
+	closers  []func() error
+	log      *zap.Logger
+	closed   bool
+}
+
+// Engines are the loaded models; Build loads them unless they are given (bench runs
+// reuse them across replays).
+type Engines struct {
+	LLM       llm.Engine
+	Tokenizer dialogue.Tokenizer
+	// Context is the LLM's context length in tokens (0: unknown, no fitting).
+	Context int
+	// Summarizer writes summaries for summary memories (nil: built from the config).
+	Summarizer dialogue.Summarizer
+	closers    []func() error
+}
+
+// Close frees the engines.
+func (e *Engines) Close() error {
+	var errs []error
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		errs = append(errs, e.closers[i]())
+	}
+	e.closers = nil
+	return errors.Join(errs...)
+}
+
+// LoadEngines loads the LLM (and what the memory needs) described by cfg.
+func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
+	e := &Engines{}
+	switch cfg.LLM.Engine {
+	case "llama":
+		model, err := llama.LoadModel(cfg.LLM.Model, llama.ModelParams{UseMmap: true})
+		if err != nil {
+			return nil, fmt.Errorf("llm: %w (fix: agent models pull, or set llm.model)", err)
+		}
+		e.closers = append(e.closers, model.Close)
+		cp := llama.ContextParams{NCtx: cfg.LLM.Context, Threads: cfg.LLM.Threads}
+		eng, err := llm.NewLlamaEngine(model, llm.LlamaConfig{Context: cp})
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		e.closers = append(e.closers, eng.Close)
+		e.LLM = eng
+		e.Tokenizer = model
+		e.Context = cfg.LLM.Context
+		if e.Context == 0 {
+			e.Context = min(model.ContextTrainSize(), llm.DefaultMaxContext)
+		}
+		if needsSummarizer(cfg) {
+			// Summaries run beside replies, so they get their own context on the same weights.
+			sum, err := llm.NewLlamaEngine(model, llm.LlamaConfig{Context: cp})
+			if err != nil {
+				e.Close()
+				return nil, err
+			}
+			e.closers = append(e.closers, sum.Close)
+			e.Summarizer = summarizer(sum, cfg)
+		}
+	case "http":
+		eng, err := llm.NewHTTPEngine(llm.HTTPConfig{URL: cfg.LLM.URL, Model: cfg.LLM.ServerModel, Mode: cfg.LLM.Mode, APIKeyEnv: cfg.LLM.APIKeyEnv})
+		if err != nil {
+			return nil, err
+		}
+		e.closers = append(e.closers, eng.Close)
+		e.LLM = eng
+		e.Tokenizer = eng.Tokenizer()
+		e.Context = cfg.LLM.Context
+		if needsSummarizer(cfg) {
+			e.Summarizer = summarizer(eng, cfg)
+		}
+	}
+	return e, nil
+}
+
+func needsSummarizer(cfg Config) bool {
+	s := cfg.Dialogue.Memory.Strategy
+	return s == "summary" || s == "summary-buffer"
+}
+
+// engineCompleter lets dialogue summaries use an LLM engine.
+type engineCompleter struct{ e llm.Engine }
+
+func (c engineCompleter) Complete(ctx context.Context, prompt string, maxTokens int, stop []string) (string, error) {
+	res, err := c.e.Generate(ctx, llm.Request{Prompt: prompt, MaxTokens: maxTokens, Stop: stop}, func(string) error { return nil })
+	return res.Text, err
+}
+
+func summarizer(e llm.Engine, cfg Config) dialogue.Summarizer {
+	f, _ := dialogue.LoadFormat(cfg.Dialogue.PromptFormat)
+	return dialogue.LLMSummarizer{Completer: engineCompleter{e}, Format: &f, MaxTokens: 120}
+}
+
+// NewStore makes the shared history for cfg, resuming a saved session when asked.
+func NewStore(ctx context.Context, cfg Config, eng *Engines, sessionDir string, log *zap.Logger) (*dialogue.Store, error) {
+	f, err := dialogue.LoadFormat(cfg.Dialogue.PromptFormat)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Dialogue.UserRole != "" || cfg.Dialogue.AgentRole != "" {
+		f = f.WithRoles(cfg.Dialogue.UserRole, cfg.Dialogue.AgentRole)
+	}
+	h := dialogue.NewHistory(f, cfg.Dialogue.SystemPrompt, dialogue.WithInterruptedMark(cfg.Dialogue.InterruptedMark))
+	var mem dialogue.Memory
+	if cfg.Session.Resume && sessionDir != "" {
+		loaded, err := dialogue.LoadSession(sessionDir)
+		if err != nil {
+			return nil, fmt.Errorf("resuming %s: %w", sessionDir, err)
+		}
+		if h, mem, err = loaded.Restore(eng.Tokenizer); err != nil {
+			return nil, fmt.Errorf("resuming %s: %w", sessionDir, err)
+		}
+	}
+	if mem == nil {
+		switch cfg.Dialogue.Memory.Strategy {
+		case "", "buffer":
+			mem = dialogue.BufferMemory()
+		case "window":
+			mem, err = dialogue.WindowMemory(cfg.Dialogue.Memory.Window)
+		case "summary":
+			mem = dialogue.SummaryMemory()
+		case "summary-buffer":
+			mem, err = dialogue.SummaryBufferMemory(eng.Tokenizer, cfg.Dialogue.Memory.TokenLimit)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	sc := dialogue.StoreConfig{
+		Tokenizer: eng.Tokenizer, ContextSize: eng.Context, ReplyReserve: cfg.Dialogue.ReplyReserve,
+		Summarizer: eng.Summarizer, Align: dialogue.AlignOptions{MinWordFraction: cfg.Dialogue.MinWordFraction},
+		Input: dialogue.InputChain{dialogue.CollapseSpaces(), dialogue.StripControlStrings(f)}, Logger: log.Named("history"),
+	}
+	if cfg.Session.AutoSave && sessionDir != "" {
+		sc.AutoSaveDir = sessionDir
+	}
+	return dialogue.NewStore(ctx, h, mem, sc)
+}
+
+// SessionPath returns the directory of this run's session ("" when sessions are off).
+func SessionPath(cfg Config) (string, error) {
+	if cfg.Session.Dir == "" {
+		return "", nil
+	}
+	name := cfg.Session.Name
+	if name == "" {
+		name = time.Now().Format("2006-01-02T15-04-05")
+	}
+	return dialogue.SessionPath(cfg.Session.Dir, name)
+}
+
+// Build assembles the agent network around eng (which the caller closes).
+func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error) {
+	if io.Input == nil || io.Speaker == nil {
+		return nil, errors.New("pipeline: an input and a speaker are required")
+	}
+	if io.Input.Name() != NameInput || io.Speaker.Name() != NameSpeaker {
+		return nil, fmt.Errorf("pipeline: the input and the speaker must be named %q and %q", NameInput, NameSpeaker)
+	}
+	log := io.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	clk := io.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	a := &Agent{log: log}
+	fail := func(err error) (*Agent, error) {
+		a.Close()
+		return nil, err
+	}
+	sessionDir := io.SessionDir
+	if sessionDir == "" {
+		var err error
+		if sessionDir, err = SessionPath(cfg); err != nil {
+			return fail(err)
+		}
+	}
+	if sessionDir != "" {
+		if err := os.MkdirAll(filepath.Dir(sessionDir), 0o700); err != nil {
+			return fail(fmt.Errorf("sessions: %w", err))
+		}
+	}
+	a.SessionDir = sessionDir
+	store, err := NewStore(ctx, cfg, eng, sessionDir, log)
+	if err != nil {
+		return fail(err)
+	}
+	a.Store = store
+	a.closers = append(a.closers, store.Close)
+
+	vadMod, err := vad.Open(NameVAD, cfg.VAD)
+	if err != nil {
+		return fail(fmt.Errorf("vad: %w", err))
+	}
+	a.closers = append(a.closers, vadMod.Close)
+	asrMod, err := asr.Open(NameASR, cfg.ASR)
+	if err != nil {
+		return fail(fmt.Errorf("asr: %w", err))
+	}
+	a.closers = append(a.closers, asrMod.Close)
+	ttsMod, err := tts.Open(NameTTS, cfg.TTS)
+	if err != nil {
+		return fail(fmt.Errorf("tts: %w", err))
+	}
+	a.closers = append(a.closers, ttsMod.Close)
+
+	llmCfg := llm.Config{
+		MaxTokens: cfg.LLM.MaxTokens,
+		Sampling: llm.Sampling{Temperature: cfg.LLM.Temperature, TopK: cfg.LLM.TopK, TopP: cfg.LLM.TopP,
+			MinP: cfg.LLM.MinP, RepeatPenalty: cfg.LLM.RepeatPenalty, Seed: cfg.LLM.Seed},
+	}
+	if words := cfg.Dialogue.RemoveWords; len(words) > 0 {
+		llmCfg.NewFilter = func() llm.StreamFilter { return dialogue.NewKeywordFilter(words...) }
+	}
+	llmMod := llm.NewModule(NameLLM, eng.LLM, store, llmCfg)
+	mgr := manager.New(NameManager, store, manager.Options{Turns: cfg.TurnTaking, OnMetrics: io.OnMetrics})
+	a.Manager = mgr
+
+	opts := []iu.Option{iu.WithClock(clk), iu.WithLogger(log)}
+	if io.Timeline != nil {
+		a.timeline = iu.NewTimeline(io.Timeline, clk.Now())
+		opts = append(opts, iu.WithObserver(a.timeline))
+	}
+	for _, o := range io.Observers {
+		opts = append(opts, iu.WithObserver(o))
+	}
+	net := iu.NewNetwork(opts...)
+	a.Network = net
+	mods := []iu.Module{io.Input, vadMod, asrMod, mgr, llmMod, ttsMod, io.Speaker}
+	// The speech-producing side: the LLM feeds the TTS directly, or through a module
+	// that holds every clause until the reply is complete (the turn-based baseline).
+	toTTS := NameLLM
+	if !cfg.LLM.StreamClauses {
+		mods = append(mods, newHold(NameHold))
+		toTTS = NameHold
+	}
+	if io.Console != nil {
+		mods = append(mods, io.Console)
+	}
+	if err := net.Add(mods...); err != nil {
+		return fail(err)
+	}
+	links := [][2]string{
+		{NameInput, NameVAD}, {NameInput, NameASR}, {NameInput, NameManager},
+		{NameVAD, NameASR}, {NameVAD, NameManager},
+		{NameASR, NameManager},
+		{NameManager, NameLLM}, {NameManager, NameTTS}, {NameManager, NameSpeaker},
+		{NameLLM, NameManager},
+		{toTTS, NameTTS},
+		{NameTTS, NameSpeaker}, {NameTTS, NameManager},
+		{NameSpeaker, NameManager}, {NameSpeaker, NameVAD},
+	}
+	if toTTS == NameHold {
+		links = append(links, [2]string{NameLLM, NameHold}, [2]string{NameManager, NameHold})
+	}
+	if io.Console != nil {
+		for _, from := range []string{NameASR, NameManager, NameLLM, NameSpeaker} {
+			links = append(links, [2]string{from, NameConsole})
+		}
+	}
+	for _, l := range links {
+		if err := net.ConnectNames(l[0], l[1]); err != nil {
+			return fail(err)
+		}
+	}
+	return a, nil
+}
+
+// Run runs the network until the session ends (a replay's end, or ctx for live use)
+// and closes the timeline.
+func (a *Agent) Run(ctx context.Context) error {
+	err := a.Network.Run(ctx)
+	if a.timeline != nil {
+		if terr := a.timeline.Close(); terr != nil && err == nil {
+			err = terr
+		}
+		a.timeline = nil
+	}
+	return err
+}
+
+// Close frees the modules' resources (call it after Run).
+func (a *Agent) Close() error {
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		if err := a.closers[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

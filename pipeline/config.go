@@ -1,0 +1,328 @@
+// Package pipeline assembles the agent: it loads the YAML configuration, builds the
+// network of modules (input, VAD, ASR, dialogue manager, LLM, TTS, speaker) around the
+// shared dialogue history, and runs it live or on recordings.
+package pipeline
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/parley-voice/parley/config"
+	"github.com/parley-voice/parley/dialogue"
+	"github.com/parley-voice/parley/dialogue/manager"
+	"github.com/parley-voice/parley/logging"
+	"github.com/parley-voice/parley/modelstore"
+	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/tts"
+	"github.com/parley-voice/parley/modules/vad"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the agent's configuration file.
+type Config struct {
+	Audio      AudioConfig    `yaml:"audio"`
+	VAD        vad.Config     `yaml:"vad"`
+	ASR        asr.Config     `yaml:"asr"`
+	LLM        LLMConfig      `yaml:"llm"`
+	TTS        tts.Config     `yaml:"tts"`
+	Dialogue   DialogueConfig `yaml:"dialogue"`
+	TurnTaking manager.Config `yaml:"turn_taking"`
+	Session    SessionConfig  `yaml:"session"`
+	Logging    logging.Config `yaml:"logging"`
+}
+
+// AudioConfig chooses the sound devices for live use.
+type AudioConfig struct {
+	// Input and Output name the devices: a name, part of a name, or an index (names
+	// survive reboots, indices do not); empty means the system default.
+	Input  string `yaml:"input"`
+	Output string `yaml:"output"`
+	// Frame is the duration of the audio IUs (default 20 ms).
+	Frame time.Duration `yaml:"frame"`
+	// OutputLatency is the speaker's suggested device latency (default 50 ms).
+	OutputLatency time.Duration `yaml:"output_latency"`
+	// InputLatency is the microphone's suggested device latency (0: the device's low latency).
+	InputLatency time.Duration `yaml:"input_latency"`
+}
+
+// LLMConfig chooses and tunes the language model.
+type LLMConfig struct {
+	// Engine is "llama" (llama.cpp in this process) or "http" (an OpenAI-compatible server).
+	Engine string `yaml:"engine"`
+	// Model is the GGUF file for the llama engine.
+	Model string `yaml:"model"`
+	// URL, ServerModel, Mode and APIKeyEnv configure the http engine.
+	URL         string `yaml:"url"`
+	ServerModel string `yaml:"server_model"`
+	Mode        string `yaml:"mode"`
+	APIKeyEnv   string `yaml:"api_key_env"`
+	// Threads for the llama engine (0: llama.cpp's default).
+	Threads int `yaml:"threads"`
+	// Context is the context length in tokens (0: the model's, at most 4096).
+	Context int `yaml:"context"`
+	// MaxTokens limits each reply.
+	MaxTokens int `yaml:"max_tokens"`
+	// Sampling; temperature 0 is greedy.
+	Temperature   float32 `yaml:"temperature"`
+	TopK          int     `yaml:"top_k"`
+	TopP          float32 `yaml:"top_p"`
+	MinP          float32 `yaml:"min_p"`
+	RepeatPenalty float32 `yaml:"repeat_penalty"`
+	Seed          uint32  `yaml:"seed"`
+	// StreamClauses speaks each clause as soon as it is complete; false waits for the
+	// whole reply (the turn-based baseline of `agent bench`).
+	StreamClauses bool `yaml:"stream_clauses"`
+}
+
+// DialogueConfig shapes the prompt and the memory.
+type DialogueConfig struct {
+	// PromptFormat is a built-in format name (chatml, llama2, llama3, mistral, gemma,
+	// plain, ...) or a JSON file.
+	PromptFormat string `yaml:"prompt_format"`
+	SystemPrompt string `yaml:"system_prompt"`
+	// UserRole and AgentRole, when set, replace the format's role names.
+	UserRole  string `yaml:"user_role"`
+	AgentRole string `yaml:"agent_role"`
+	// InterruptedMark is shown after an interrupted agent turn in prompts ("" for none).
+	InterruptedMark string `yaml:"interrupted_mark"`
+	// MinWordFraction is how much of a word's audio must have been heard for it to
+	// count as heard when the agent is interrupted (default 0.5; 1: whole words only).
+	MinWordFraction float64 `yaml:"min_word_fraction"`
+	// ReplyReserve is how many context tokens are kept free for the reply.
+	ReplyReserve int `yaml:"reply_reserve"`
+	// Memory selects what of the history the prompt shows.
+	Memory MemoryConfig `yaml:"memory"`
+	// RemoveWords are dropped from the reply before it is spoken, even when split across
+	// tokens (for example markup the model likes to emit).
+	RemoveWords []string `yaml:"remove_words"`
+}
+
+// MemoryConfig chooses a conversation memory.
+type MemoryConfig struct {
+	// Strategy is buffer, window, summary or summary-buffer.
+	Strategy string `yaml:"strategy"`
+	// Window is the number of exchanges a window memory keeps.
+	Window int `yaml:"window"`
+	// TokenLimit is how many tokens of recent turns a summary-buffer keeps verbatim.
+	TokenLimit int `yaml:"token_limit"`
+}
+
+// SessionConfig says where the conversation is saved.
+type SessionConfig struct {
+	// Dir is where sessions are saved (default: the sessions directory).
+	Dir string `yaml:"dir"`
+	// Name of this session's folder in Dir (default: the date and time).
+	Name string `yaml:"name"`
+	// AutoSave saves after every turn, so that a crash loses no finished turn.
+	AutoSave bool `yaml:"auto_save"`
+	// Resume continues the saved session Name instead of starting a new one.
+	Resume bool `yaml:"resume"`
+}
+
+// Default returns the configuration for the real models Parley downloads
+// (`agent models pull`): whisper base.en, Qwen2.5 0.5B Instruct, Silero VAD.
+func Default(paths config.Paths) Config {
+	cat := modelstore.Builtin()
+	model := func(kind modelstore.Kind) string {
+		m, _ := cat.Default(kind)
+		return filepath.Join(paths.Models, m.File)
+	}
+	a := asr.DefaultConfig()
+	a.Engine = "whisper"
+	a.Whisper.Model = model(modelstore.KindASR)
+	v := vad.DefaultConfig()
+	v.Model = model(modelstore.KindVAD)
+	llm, _ := cat.Default(modelstore.KindLLM)
+	return Config{
+		Audio: AudioConfig{Frame: 20 * time.Millisecond, OutputLatency: 50 * time.Millisecond},
+		VAD:   v,
+		ASR:   a,
+		LLM: LLMConfig{
+			Engine: "llama", Model: model(modelstore.KindLLM), MaxTokens: 120,
+			Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05, RepeatPenalty: 1.1, StreamClauses: true,
+		},
+		TTS: tts.DefaultConfig(),
+		Dialogue: DialogueConfig{
+			PromptFormat: llm.PromptFormat,
+			SystemPrompt: "You are Parley, a friendly voice assistant. Your replies are spoken aloud, so answer in one or two short sentences, without lists or markup.",
+			ReplyReserve: 160, InterruptedMark: "...",
+			Memory:      MemoryConfig{Strategy: "buffer"},
+			RemoveWords: []string{"*", "#"},
+		},
+		TurnTaking: manager.DefaultConfig(),
+		Session:    SessionConfig{Dir: paths.Sessions, AutoSave: true},
+		Logging:    logging.Config{Level: "info"},
+	}
+}
+
+// ErrInvalidConfig is wrapped by every configuration error.
+var ErrInvalidConfig = errors.New("invalid configuration")
+
+// Load reads a YAML configuration on top of base. Unknown keys are errors (with their
+// line); ${VAR} and $VAR in paths are expanded, and relative paths are taken from the
+// file's directory.
+func Load(path string, base Config) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	dir := filepath.Dir(path)
+	return Parse(data, dir, base)
+}
+
+// Parse is Load on bytes; dir resolves relative paths.
+func Parse(data []byte, dir string, base Config) (Config, error) {
+	cfg := base
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file keeps base
+		return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	var expandErr error
+	fix := func(p *string) {
+		if *p == "" || expandErr != nil {
+			return
+		}
+		v, err := expandPath(*p, dir)
+		if err != nil {
+			expandErr = err
+			return
+		}
+		*p = v
+	}
+	fix(&cfg.VAD.Model)
+	fix(&cfg.ASR.Whisper.Model)
+	fix(&cfg.LLM.Model)
+	fix(&cfg.Session.Dir)
+	fix(&cfg.Logging.File)
+	if strings.ContainsAny(cfg.Dialogue.PromptFormat, "/\\") || strings.HasSuffix(cfg.Dialogue.PromptFormat, ".json") {
+		fix(&cfg.Dialogue.PromptFormat)
+	}
+	if expandErr != nil {
+		return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, expandErr)
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// expandPath expands environment variables and ~, and makes relative paths relative to dir.
+func expandPath(p, dir string) (string, error) {
+	var missing []string
+	p = os.Expand(p, func(name string) string {
+		if v, ok := os.LookupEnv(name); ok {
+			return v
+		}
+		if name == "PARLEY_SHARED" || name == "SHARED" {
+			if s := config.DefaultPaths().Shared; s != "" {
+				return s
+			}
+		}
+		missing = append(missing, name)
+		return ""
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("path %q uses unset variable(s) %s", p, strings.Join(missing, ", "))
+	}
+	if strings.HasPrefix(p, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		p = filepath.Join(home, p[2:])
+	}
+	if !filepath.IsAbs(p) && dir != "" {
+		p = filepath.Join(dir, p)
+	}
+	return filepath.Clean(p), nil
+}
+
+// Validate reports every setting that cannot work.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(section string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", section, err))
+		}
+	}
+	add("vad", c.VAD.Validate())
+	add("tts", c.TTS.Validate())
+	switch c.ASR.Engine {
+	case "pocketsphinx", "whisper":
+	default:
+		add("asr", fmt.Errorf("engine %q (want pocketsphinx or whisper)", c.ASR.Engine))
+	}
+	switch c.LLM.Engine {
+	case "llama":
+		if c.LLM.Model == "" {
+			add("llm", errors.New("the llama engine needs a model file"))
+		}
+	case "http":
+		if c.LLM.URL == "" {
+			add("llm", errors.New("the http engine needs a url"))
+		}
+	default:
+		add("llm", fmt.Errorf("engine %q (want llama or http)", c.LLM.Engine))
+	}
+	if c.LLM.MaxTokens < 0 || c.LLM.Context < 0 || c.LLM.Threads < 0 {
+		add("llm", errors.New("max_tokens, context and threads must not be negative"))
+	}
+	if c.LLM.Temperature < 0 || c.LLM.TopP < 0 || c.LLM.TopP > 1 || c.LLM.MinP < 0 || c.LLM.MinP > 1 {
+		add("llm", errors.New("sampling: temperature ≥ 0, top_p and min_p in [0, 1]"))
+	}
+	if c.Dialogue.PromptFormat == "" {
+		add("dialogue", errors.New("prompt_format is required"))
+	} else if _, err := dialogue.LoadFormat(c.Dialogue.PromptFormat); err != nil {
+		add("dialogue", err)
+	}
+	switch c.Dialogue.Memory.Strategy {
+	case "", "buffer", "summary":
+	case "window":
+		if c.Dialogue.Memory.Window < 1 {
+			add("dialogue.memory", errors.New("a window memory needs window ≥ 1"))
+		}
+	case "summary-buffer":
+		if c.Dialogue.Memory.TokenLimit < 1 {
+			add("dialogue.memory", errors.New("a summary-buffer memory needs token_limit ≥ 1"))
+		}
+	default:
+		add("dialogue.memory", fmt.Errorf("strategy %q (want buffer, window, summary or summary-buffer)", c.Dialogue.Memory.Strategy))
+	}
+	if f := c.Dialogue.MinWordFraction; f < 0 || f > 1 {
+		add("dialogue", errors.New("min_word_fraction must be in [0, 1]"))
+	}
+	if c.Dialogue.ReplyReserve < 0 {
+		add("dialogue", errors.New("reply_reserve must not be negative"))
+	}
+	b := c.TurnTaking.BargeIn
+	if b.MinDuration < 0 || b.Grace < 0 || b.MinWords < 0 || c.TurnTaking.Reengage.After < 0 {
+		add("turn_taking", errors.New("durations and word counts must not be negative"))
+	}
+	if c.Audio.Frame < 0 || c.Audio.OutputLatency < 0 || c.Audio.InputLatency < 0 {
+		add("audio", errors.New("durations must not be negative"))
+	}
+	if _, err := logging.ParseModuleLevels(""); err != nil {
+		add("logging", err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	}
+	return nil
+}
+
+// TurnBased returns cfg changed into the turn-based baseline: no partial recognition
+// (the recogniser decodes once the turn ended) and the whole reply generated before the
+// agent speaks.
+func TurnBased(cfg Config) Config {
+	cfg.LLM.StreamClauses = false
+	cfg.ASR.Hop = 24 * time.Hour // no partial hypotheses: one decode at the end of the turn
+	cfg.TurnTaking.BargeIn.MinWords = 0
+	return cfg
+}

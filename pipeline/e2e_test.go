@@ -1,0 +1,305 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/config"
+	"github.com/parley-voice/parley/control"
+	"github.com/parley-voice/parley/dialogue"
+	"github.com/parley-voice/parley/internal/testenv"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/speaker"
+	"github.com/parley-voice/parley/modules/tts"
+)
+
+// demoConfig loads configs/demo.yaml: Silero VAD, pocketsphinx, stories260K, espeak-ng.
+func demoConfig(t *testing.T) Config {
+	t.Helper()
+	shared := testenv.SharedDir(t)
+	t.Setenv("PARLEY_SHARED", shared)
+	testenv.File(t, filepath.Join(shared, "models", "stories260K.gguf"), "the shared test assets")
+	cfg, err := Load(filepath.Join(testenv.ModuleRoot(t), "configs", "demo.yaml"), Default(config.Paths{Models: t.TempDir(), Sessions: t.TempDir()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// writeScenario writes a scenario file placing recordings at times (seconds).
+func writeScenario(t *testing.T, tail float64, recs ...any) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "tail: %g\nrecordings:\n", tail)
+	for i := 0; i < len(recs); i += 2 {
+		fmt.Fprintf(&b, "  - file: %s\n    at: %g\n", recs[i], recs[i+1])
+	}
+	path := filepath.Join(t.TempDir(), "scenario.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// record collects the IUs a test checks against (the TTS's chunks, the speaker's
+// reports, the manager's commands) in the order they were sent.
+type record struct {
+	mu       sync.Mutex
+	chunks   map[iu.ID]tts.Chunk
+	order    []iu.ID
+	reports  []speaker.Progress
+	commands []control.Command
+	words    []string
+}
+
+func (r *record) Observe(_ time.Time, m iu.Message) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, up := range m.Updates {
+		if w, ok := up.IU.Payload.(asrWord); ok {
+			r.words = append(r.words, fmt.Sprintf("%s %s", up.Type, w.Summary()))
+		}
+		if up.Type != iu.Add {
+			continue
+		}
+		switch pl := up.IU.Payload.(type) {
+		case tts.Chunk:
+			r.chunks[up.IU.ID] = pl
+			r.order = append(r.order, up.IU.ID)
+		case speaker.Progress:
+			r.reports = append(r.reports, pl)
+		case control.Command:
+			r.commands = append(r.commands, pl)
+		}
+	}
+}
+
+func runReplay(t *testing.T, cfg Config, scenario string) (*ReplayResult, *record) {
+	t.Helper()
+	eng, err := LoadEngines(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	rec := &record{chunks: map[iu.ID]tts.Chunk{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var console strings.Builder
+	res, err := Replay(ctx, cfg, eng, ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, Console: &console, Observers: []iu.Observer{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("conversation:\n%s", console.String())
+	return res, rec
+}
+
+func agentUtterances(h *dialogue.History) []dialogue.Utterance {
+	var out []dialogue.Utterance
+	for _, u := range h.Utterances() {
+		if u.Speaker == dialogue.Agent {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func TestReplayTwoTurnsGetTwoReplies(t *testing.T) {
+	cfg := demoConfig(t)
+	shared := testenv.SharedDir(t)
+	scenario := writeScenario(t, 3,
+		filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5,
+		filepath.Join(shared, "audio", "v2j_turn_on_living_room_lamp.wav"), 12.0)
+	res, _ := runReplay(t, cfg, scenario)
+	var got []string
+	for _, u := range res.History.Utterances() {
+		got = append(got, fmt.Sprintf("%s %d", u.Speaker, u.TurnID))
+		if strings.TrimSpace(u.Text) == "" || u.Interrupted {
+			t.Errorf("utterance %+v: empty or interrupted", u)
+		}
+	}
+	if want := "user 1, agent 2, user 3, agent 4"; strings.Join(got, ", ") != want {
+		t.Fatalf("history %q, want %q", strings.Join(got, ", "), want)
+	}
+	if !strings.Contains(res.History.Utterances()[0].Text, "time") {
+		t.Errorf("pocketsphinx heard %q for \"what time is it\"", res.History.Utterances()[0].Text)
+	}
+	// The saved session holds the same conversation.
+	loaded, err := dialogue.LoadSession(res.SessionDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(loaded.History.Utterances()); n != 4 {
+		t.Errorf("saved session has %d utterances, want 4", n)
+	}
+	for _, name := range []string{"heard.wav", "agent.wav", "user.wav", "transcript.txt", "timeline.jsonl", "timeline.svg", "metrics.json"} {
+		if st, err := os.Stat(filepath.Join(res.OutDir, name)); err != nil || st.Size() == 0 {
+			t.Errorf("replay output %s missing or empty", name)
+		}
+	}
+}
+
+// heardText works out, from the speaker's own reports and the TTS chunks, which words of
+// an interrupted turn the listener heard completely: the reference the stored turn must
+// equal (with min_word_fraction 1, only whole words count).
+func heardText(t *testing.T, rec *record, turn int) string {
+	t.Helper()
+	var final *speaker.Progress
+	for i := range rec.reports {
+		pr := rec.reports[i]
+		if c, ok := pr.Item.(tts.Chunk); ok && c.TurnID == turn && pr.State == speaker.Stopped && !pr.Tail {
+			final = &pr
+		}
+	}
+	if final == nil {
+		t.Fatalf("the speaker never reported stopping turn %d", turn)
+	}
+	heard := final.Item.(tts.Chunk)
+	// Is the word in progress complete? Only if the chunk was heard to its end and no
+	// later chunk of the same word exists.
+	complete := final.Offset >= heard.Audio.Len()
+	var clauses []string
+	for i, id := range rec.order {
+		c := rec.chunks[id]
+		if c.TurnID != turn {
+			continue
+		}
+		if c.ClauseID == heard.ClauseID && c.Seq == heard.Seq+1 && c.WordIndex == heard.WordIndex && heard.WordIndex >= 0 {
+			complete = false
+		}
+		if c.FirstOfClause && c.ClauseID < heard.ClauseID {
+			clauses = append(clauses, c.ClauseText)
+		}
+		_ = i
+	}
+	end := heard.CharStart
+	if heard.WordIndex < 0 || complete {
+		end = heard.CharEnd
+	}
+	last := strings.TrimRightFunc(heard.ClauseText[:end], func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) })
+	if end == len(heard.ClauseText) {
+		last = heard.ClauseText
+	}
+	if last != "" {
+		clauses = append(clauses, last)
+	}
+	return strings.Join(clauses, " ")
+}
+
+func TestReplayBargeInKeepsExactlyTheWordsHeard(t *testing.T) {
+	cfg := demoConfig(t)
+	cfg.Dialogue.MinWordFraction = 1 // whole words only, so the reference is unambiguous
+	shared := testenv.SharedDir(t)
+	scenario := writeScenario(t, 3,
+		filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5,
+		filepath.Join(shared, "audio", "goforward.wav"), 4.0)
+	res, rec := runReplay(t, cfg, scenario)
+
+	agents := agentUtterances(res.History)
+	if len(agents) < 2 {
+		t.Fatalf("history %+v: want the interrupted turn and the reply to the barge-in", res.History.Utterances())
+	}
+	cut := agents[0]
+	if !cut.Interrupted {
+		t.Fatalf("agent turn %d was not interrupted: %+v", cut.TurnID, cut)
+	}
+	want := heardText(t, rec, cut.TurnID)
+	if cut.Text != want {
+		t.Errorf("stored agent turn %q, but the speaker's record says the listener heard %q (generated: %q)", cut.Text, want, cut.FullText)
+	}
+	if cut.Text == "" || cut.Text == strings.TrimSpace(cut.FullText) {
+		t.Errorf("stored %q of %q: the cut should keep a real, strict prefix", cut.Text, cut.FullText)
+	}
+	// The user's barge-in became the next user turn, answered by the agent.
+	var order []string
+	for _, u := range res.History.Utterances() {
+		order = append(order, fmt.Sprintf("%s %d", u.Speaker, u.TurnID))
+	}
+	if want := "user 1, agent 2, user 3, agent 4"; strings.Join(order, ", ") != want {
+		t.Errorf("history %q, want %q", strings.Join(order, ", "), want)
+	}
+	// What the speaker wrote is what it reported: the agent's audio stops where the
+	// speaker said the output fell silent (the pause at the user's onset; Pos includes
+	// the tail the device still played), and not before.
+	var stopPos time.Duration
+	for _, pr := range rec.reports {
+		if c, ok := pr.Item.(tts.Chunk); ok && c.TurnID == cut.TurnID && (pr.State == speaker.Paused || pr.State == speaker.Stopped) {
+			stopPos = pr.Pos
+			break
+		}
+	}
+	agentAudio, err := audio.DecodeWAVFile(filepath.Join(res.OutDir, "agent.wav"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := int(audio.DurationToSamples(stopPos, agentAudio.Rate))
+	to := min(from+int(audio.DurationToSamples(300*time.Millisecond, agentAudio.Rate)), agentAudio.Len())
+	if from >= to {
+		t.Fatalf("stop at %v lies beyond the agent audio (%v)", stopPos, agentAudio.Duration())
+	}
+	if rms := audio.RMS(agentAudio.Samples[from:to]); rms > 1e-4 {
+		t.Errorf("agent audio after the reported stop at %v has RMS %g: the listener heard more than reported", stopPos, rms)
+	}
+	before := int(audio.DurationToSamples(stopPos-400*time.Millisecond, agentAudio.Rate))
+	if rms := audio.RMS(agentAudio.Samples[max(before, 0):from]); rms < 1e-3 {
+		t.Errorf("agent audio before the reported stop is silent (RMS %g)", rms)
+	}
+}
+
+// backchannel synthesises "yeah" with the espeak-ng command (a voice pocketsphinx
+// recognises as "yeah").
+func backchannel(t *testing.T) string {
+	t.Helper()
+	bin := testenv.Command(t, "espeak-ng", testenv.EnvFix)
+	path := filepath.Join(t.TempDir(), "yeah.wav")
+	if out, err := exec.Command(bin, "-v", "en-gb", "-s", "175", "-w", path, "yeah").CombinedOutput(); err != nil {
+		t.Fatalf("espeak-ng: %v\n%s", err, out)
+	}
+	return path
+}
+
+func TestReplayBackchannelDoesNotInterrupt(t *testing.T) {
+	cfg := demoConfig(t)
+	shared := testenv.SharedDir(t)
+	scenario := writeScenario(t, 3,
+		filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5,
+		backchannel(t), 3.6)
+	res, rec := runReplay(t, cfg, scenario)
+
+	var order []string
+	for _, w := range rec.words {
+		t.Logf("asr: %s", w)
+	}
+	for _, u := range res.History.Utterances() {
+		order = append(order, fmt.Sprintf("%s %d %q", u.Speaker, u.TurnID, u.Text))
+		if u.Interrupted {
+			t.Errorf("turn %d was interrupted by a backchannel", u.TurnID)
+		}
+	}
+	if len(order) != 2 {
+		t.Fatalf("history %q: want the question and the whole answer, and no turn for the backchannel", order)
+	}
+	var paused, resumed bool
+	for _, c := range rec.commands {
+		t.Logf("command: %s", c.Summary())
+		paused = paused || c.Action == control.Pause
+		resumed = resumed || c.Action == control.Resume
+		if c.Action == control.Interrupt {
+			t.Errorf("the manager interrupted: %+v", c)
+		}
+	}
+	if !paused || !resumed {
+		t.Errorf("paused %v, resumed %v: the agent should pause at the user's speech and resume after the backchannel", paused, resumed)
+	}
+}
+
+type asrWord = asr.Word

@@ -1,0 +1,62 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	"github.com/parley-voice/parley/control"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/llm"
+)
+
+// hold passes the LLM's clauses on only once the whole reply is there: the turn-based
+// pipeline that `agent bench` compares the incremental one with. It drops a turn's
+// clauses when the turn is interrupted.
+type hold struct{ name string }
+
+func newHold(name string) *hold { return &hold{name: name} }
+
+func (h *hold) Name() string { return h.name }
+
+func (h *hold) Run(ctx context.Context, p *iu.Ports) error {
+	held := map[int][]iu.IU{} // committed clauses by turn
+	for {
+		ev, err := p.Next(ctx, time.Time{})
+		if err != nil {
+			return err
+		}
+		if ev.Kind == iu.EventInputDone {
+			return nil
+		}
+		if ev.Kind != iu.EventMessage {
+			continue
+		}
+		for _, up := range ev.Message.Updates {
+			switch pl := up.IU.Payload.(type) {
+			case llm.Clause:
+				if up.Type == iu.Commit {
+					held[pl.TurnID] = append(held[pl.TurnID], up.IU)
+				}
+			case llm.Reply:
+				if up.Type != iu.Add {
+					continue
+				}
+				clauses := held[pl.TurnID]
+				delete(held, pl.TurnID)
+				if pl.Interrupted {
+					continue
+				}
+				for _, c := range clauses {
+					u := p.NewIU(c.Payload, c.ID)
+					if err := p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
+						return err
+					}
+				}
+			case control.Command:
+				if pl.Action == control.Interrupt {
+					delete(held, pl.TurnID)
+				}
+			}
+		}
+	}
+}

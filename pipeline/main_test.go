@@ -1,0 +1,16 @@
+package pipeline
+
+import (
+	"os"
+	"testing"
+
+	"github.com/parley-voice/parley/engines/llama"
+	"github.com/parley-voice/parley/engines/whisper"
+)
+
+func TestMain(m *testing.M) {
+	// libwhisper logs every VAD window and libllama every tensor at info level.
+	whisper.SetLogLevel(whisper.LogError)
+	llama.SetLogLevel(llama.LogError)
+	os.Exit(m.Run())
+}

@@ -1,0 +1,199 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/dialogue"
+	"github.com/parley-voice/parley/dialogue/manager"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/iu/plot"
+	"github.com/parley-voice/parley/metrics"
+	"github.com/parley-voice/parley/modules/console"
+	"github.com/parley-voice/parley/modules/recorder"
+	"github.com/parley-voice/parley/modules/source"
+	"github.com/parley-voice/parley/modules/speaker"
+	"go.uber.org/zap"
+)
+
+// ReplayOptions are the settings of one replay.
+type ReplayOptions struct {
+	// Input is a scenario (YAML) or a WAV file.
+	Input string
+	// OutDir receives the replay's files (and the session).
+	OutDir string
+	// RealClock runs in real time (real latencies); otherwise on a virtual clock, as fast
+	// as possible and deterministic.
+	RealClock bool
+	// Console, when set, receives the conversation as it happens.
+	Console io.Writer
+	// Record writes heard.wav, agent.wav, user.wav, transcript.txt, timeline.jsonl,
+	// timeline.svg and metrics.json (bench runs skip them).
+	Record bool
+	Logger *zap.Logger
+	// Observers see every update (tests).
+	Observers []iu.Observer
+}
+
+// ReplayResult is what a replay produced.
+type ReplayResult struct {
+	Transcript []manager.Entry
+	Metrics    []metrics.Turn
+	History    *dialogue.History
+	OutDir     string
+	SessionDir string
+	Wall       time.Duration
+}
+
+// Replay runs the agent on a recording or scenario.
+func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (*ReplayResult, error) {
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	var clk clock.Clock = clock.Real{}
+	if !opts.RealClock {
+		v := clock.NewVirtual(time.Now())
+		defer v.Close()
+		clk = v
+	}
+	input, err := source.Open(NameInput, opts.Input, source.Config{FrameDuration: cfg.Audio.Frame})
+	if err != nil {
+		return nil, err
+	}
+	agentWAV := filepath.Join(opts.OutDir, "agent.wav")
+	userWAV := filepath.Join(opts.OutDir, "user.wav")
+	spkCfg := speaker.FileConfig{OutputLatency: cfg.Audio.OutputLatency}
+	if opts.Record {
+		spkCfg.Path = agentWAV
+	}
+	spk, err := speaker.NewFile(NameSpeaker, spkCfg)
+	if err != nil {
+		return nil, err
+	}
+	aio := IO{Input: input, Speaker: spk, Clock: clk, Logger: log, SessionDir: filepath.Join(opts.OutDir, "session"), Observers: opts.Observers}
+	if opts.Console != nil {
+		aio.Console = console.New(NameConsole, opts.Console, false)
+	}
+	var timelineFile *os.File
+	if opts.Record {
+		if timelineFile, err = os.Create(filepath.Join(opts.OutDir, "timeline.jsonl")); err != nil {
+			return nil, err
+		}
+		defer timelineFile.Close()
+		aio.Timeline = timelineFile
+	}
+	agent, err := Build(ctx, cfg, eng, aio)
+	if err != nil {
+		return nil, err
+	}
+	defer agent.Close()
+	if opts.Record {
+		rec := recorder.New("user-audio", userWAV, 16)
+		if err := agent.Network.Add(rec); err != nil {
+			return nil, err
+		}
+		if err := agent.Network.ConnectNames(NameInput, rec.Name()); err != nil {
+			return nil, err
+		}
+	}
+	began := time.Now()
+	if err := agent.Run(ctx); err != nil {
+		return nil, err
+	}
+	res := &ReplayResult{Transcript: agent.Manager.Transcript(), Metrics: agent.Manager.Metrics(), OutDir: opts.OutDir, SessionDir: agent.SessionDir, Wall: time.Since(began)}
+	if res.History, err = agent.Store.Snapshot(ctx); err != nil {
+		return nil, err
+	}
+	if !opts.Record {
+		return res, nil
+	}
+	if err := timelineFile.Close(); err != nil {
+		return nil, err
+	}
+	if err := writeReplayFiles(res, userWAV, agentWAV); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// writeReplayFiles writes the listener's mix, the transcript, the metrics and the plot.
+func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
+	dir := res.OutDir
+	user, err := audio.DecodeWAVFile(userWAV)
+	if err != nil {
+		return fmt.Errorf("user audio: %w", err)
+	}
+	agentAudio, err := audio.DecodeWAVFile(agentWAV)
+	if err != nil {
+		return fmt.Errorf("agent audio: %w", err)
+	}
+	mixed, err := audio.MixFrames(user, agentAudio)
+	if err != nil {
+		return err
+	}
+	audio.LimitPeak(mixed.Samples, 0.99)
+	if err := audio.WriteWAVFile(filepath.Join(dir, "heard.wav"), mixed, 16); err != nil {
+		return err
+	}
+
+	var tb strings.Builder
+	tw := tabwriter.NewWriter(&tb, 2, 4, 2, ' ', 0)
+	for _, e := range res.Transcript {
+		who := "user"
+		if e.Speaker == dialogue.Agent {
+			who = "agent"
+		}
+		fmt.Fprintf(tw, "%6.2f–%6.2f\t%s\t%d\t%s", e.Start.Seconds(), e.End.Seconds(), who, e.TurnID, e.Text)
+		if e.Interrupted {
+			fmt.Fprintf(tw, "\t(interrupted; generated: %q)", e.FullText)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	if err := os.WriteFile(filepath.Join(dir, "transcript.txt"), []byte(tb.String()), 0o644); err != nil {
+		return err
+	}
+
+	data, err := json.MarshalIndent(struct {
+		Turns   []metrics.Turn           `json:"turns"`
+		Summary map[string]metrics.Stats `json:"summary"`
+	}{res.Metrics, metrics.Summarize(res.Metrics)}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "metrics.json"), data, 0o644); err != nil {
+		return err
+	}
+
+	tf, err := os.Open(filepath.Join(dir, "timeline.jsonl"))
+	if err != nil {
+		return err
+	}
+	defer tf.Close()
+	entries, err := iu.ReadTimeline(tf)
+	if err != nil {
+		return err
+	}
+	svg, err := os.Create(filepath.Join(dir, "timeline.svg"))
+	if err != nil {
+		return err
+	}
+	if err := plot.SVG(svg, entries, plot.Options{}); err != nil {
+		svg.Close()
+		return err
+	}
+	return svg.Close()
+}
