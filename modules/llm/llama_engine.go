@@ -1,0 +1,415 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/parley-voice/parley/engines/llama"
+)
+
+// LlamaConfig configures the in-process llama.cpp engine.
+type LlamaConfig struct {
+	// ModelPath is the GGUF file to load when NewLlamaEngine gets no model.
+	ModelPath string
+	// Model configures loading from ModelPath.
+	Model llama.ModelParams
+	// Context configures the inference context. NCtx 0 means the model's training
+	// context, at most DefaultMaxContext tokens.
+	Context llama.ContextParams
+	// NoPrefixCache evaluates every prompt from the start instead of reusing the KV cache
+	// of the previous prompt (for measurements).
+	NoPrefixCache bool
+}
+
+// DefaultMaxContext caps the default context length: large models are trained on
+// contexts far longer than a spoken dialogue needs, and the KV cache grows with it.
+const DefaultMaxContext = 4096
+
+// LlamaEngine generates with llama.cpp in this process. It keeps the previous prompt and
+// generation in the KV cache and evaluates only the part of a new prompt that differs,
+// so a dialogue whose history grows by appending costs only the new turn.
+//
+// Generations run one at a time; the engine owns its llama context.
+type LlamaEngine struct {
+	model     *llama.Model
+	ownsModel bool
+	cfg       LlamaConfig
+
+	// turn is held by the one goroutine that uses lctx and cache: a generation, a
+	// session save or load, or Close.
+	turn   chan struct{}
+	lctx   *llama.Context
+	cache  []llama.Token // the tokens in sequence 0 of lctx, at positions 0..len-1
+	closed bool
+
+	mu     sync.Mutex // guards cancel
+	cancel context.CancelFunc
+}
+
+// NewLlamaEngine returns an in-process engine for m, which the caller keeps and closes
+// after the engine. With a nil m it loads cfg.ModelPath and closes it with the engine.
+func NewLlamaEngine(m *llama.Model, cfg LlamaConfig) (*LlamaEngine, error) {
+	owns := false
+	if m == nil {
+		if cfg.ModelPath == "" {
+			return nil, errors.New("llm: llama engine: no model and no model path")
+		}
+		var err error
+		if m, err = llama.LoadModel(cfg.ModelPath, cfg.Model); err != nil {
+			return nil, fmt.Errorf("llm: llama engine: %w", err)
+		}
+		owns = true
+	}
+	cp := cfg.Context
+	if cp.NCtx == 0 {
+		cp.NCtx = min(m.ContextTrainSize(), DefaultMaxContext)
+	}
+	lctx, err := llama.NewContext(m, cp)
+	if err != nil {
+		if owns {
+			m.Close()
+		}
+		return nil, fmt.Errorf("llm: llama engine: %w", err)
+	}
+	return &LlamaEngine{model: m, ownsModel: owns, cfg: cfg, lctx: lctx, turn: make(chan struct{}, 1)}, nil
+}
+
+// OpenLlamaEngine loads a GGUF model and returns an engine that owns it.
+func OpenLlamaEngine(path string, cfg LlamaConfig) (*LlamaEngine, error) {
+	cfg.ModelPath = path
+	return NewLlamaEngine(nil, cfg)
+}
+
+// Model returns the engine's model.
+func (e *LlamaEngine) Model() *llama.Model { return e.model }
+
+// Tokenizer returns the model's tokenizer, for the dialogue history.
+func (e *LlamaEngine) Tokenizer() Tokenizer { return e.model }
+
+// ContextSize returns the context length in tokens.
+func (e *LlamaEngine) ContextSize() int { return e.lctx.NCtx() }
+
+// acquire waits for the engine's turn.
+func (e *LlamaEngine) acquire(ctx context.Context) error {
+	select {
+	case e.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if e.closed {
+		<-e.turn
+		return ErrClosed
+	}
+	return nil
+}
+
+func (e *LlamaEngine) release() { <-e.turn }
+
+// Close cancels a generation in progress, waits for it and frees the engine.
+func (e *LlamaEngine) Close() error {
+	e.mu.Lock()
+	if e.cancel != nil {
+		e.cancel()
+	}
+	e.mu.Unlock()
+	e.turn <- struct{}{}
+	defer e.release()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	err := e.lctx.Close()
+	if e.ownsModel {
+		err = errors.Join(err, e.model.Close())
+	}
+	return err
+}
+
+// Reset forgets the cached prompt, so the next generation evaluates its whole prompt.
+func (e *LlamaEngine) Reset(ctx context.Context) error {
+	if err := e.acquire(ctx); err != nil {
+		return err
+	}
+	defer e.release()
+	e.cache = e.cache[:0]
+	return e.lctx.Clear()
+}
+
+// SaveSession writes the KV cache and the tokens it holds to path, so that a later
+// LoadSession (same model) resumes without evaluating the dialogue again.
+func (e *LlamaEngine) SaveSession(ctx context.Context, path string) error {
+	if err := e.acquire(ctx); err != nil {
+		return err
+	}
+	defer e.release()
+	if len(e.cache) == 0 {
+		return errors.New("llm: save session: nothing cached")
+	}
+	if err := e.lctx.SaveSeqStateFile(path, 0, e.cache); err != nil {
+		return fmt.Errorf("llm: save session: %w", err)
+	}
+	return nil
+}
+
+// LoadSession restores what SaveSession wrote.
+func (e *LlamaEngine) LoadSession(ctx context.Context, path string) error {
+	if err := e.acquire(ctx); err != nil {
+		return err
+	}
+	defer e.release()
+	if err := e.lctx.Clear(); err != nil {
+		return err
+	}
+	e.cache = e.cache[:0]
+	toks, err := e.lctx.LoadSeqStateFile(path, 0, e.lctx.NCtx())
+	if err != nil {
+		return fmt.Errorf("llm: load session: %w", err)
+	}
+	if got := e.lctx.SeqPosMax(0) + 1; got != len(toks) {
+		e.lctx.Clear()
+		return fmt.Errorf("llm: load session %s: state holds %d positions for %d tokens", path, got, len(toks))
+	}
+	e.cache = toks
+	return nil
+}
+
+// CachedTokens returns how many tokens the KV cache holds. It waits for a generation in
+// progress.
+func (e *LlamaEngine) CachedTokens() int {
+	if e.acquire(context.Background()) != nil {
+		return 0
+	}
+	defer e.release()
+	return len(e.cache)
+}
+
+// Generate implements Engine.
+func (e *LlamaEngine) Generate(ctx context.Context, req Request, emit func(string) error) (Result, error) {
+	if err := e.acquire(ctx); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return Result{StopReason: StopError}, err
+		}
+		return Result{StopReason: StopCancelled}, cancelled(ctx, nil)
+	}
+	defer e.release()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e.mu.Lock()
+	e.cancel = cancel
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.cancel = nil
+		e.mu.Unlock()
+	}()
+
+	g := generation{e: e, ctx: ctx, req: req, emit: emit, start: time.Now()}
+	err := g.run()
+	g.res.Duration = time.Since(g.start)
+	if g.res.StopReason == "" {
+		g.res.StopReason = StopError
+	}
+	return g.res, err
+}
+
+// generation is the state of one Generate call.
+type generation struct {
+	e     *LlamaEngine
+	ctx   context.Context
+	req   Request
+	emit  func(string) error
+	start time.Time
+	res   Result
+	text  *textStream
+}
+
+func (g *generation) run() error {
+	e, ctx := g.e, g.ctx
+	prompt, err := e.model.Tokenize(g.req.Prompt, true, true)
+	if err != nil {
+		return fmt.Errorf("llm: %w", err)
+	}
+	nCtx := e.lctx.NCtx()
+	if len(prompt) == 0 {
+		return errors.New("llm: empty prompt")
+	}
+	if len(prompt) >= nCtx {
+		return fmt.Errorf("%w: %d tokens, context %d", ErrPromptTooLong, len(prompt), nCtx)
+	}
+	g.res.PromptTokens = len(prompt)
+
+	// Reuse the longest common prefix with what the cache holds; the last prompt token is
+	// always evaluated again because its logits are needed.
+	n := 0
+	if !e.cfg.NoPrefixCache {
+		n = commonPrefix(e.cache, prompt)
+	}
+	n = min(n, len(prompt)-1)
+	if n < len(e.cache) || e.cfg.NoPrefixCache {
+		if err := e.lctx.SeqRemove(0, n, -1); err != nil {
+			// Recurrent memories cannot drop a tail: start over.
+			if err := e.lctx.Clear(); err != nil {
+				return fmt.Errorf("llm: %w", err)
+			}
+			n = 0
+		}
+		e.cache = e.cache[:n]
+	}
+	g.res.CachedTokens = n
+	if err := e.lctx.DecodeTokens(ctx, 0, n, prompt[n:]); err != nil {
+		e.resync(prompt)
+		return g.decodeFailed("evaluating the prompt", err)
+	}
+	e.cache = append(e.cache, prompt[n:]...)
+	g.res.PromptEval = time.Since(g.start)
+
+	sampler, err := llama.NewSampler(samplerParams(g.req.Sampling, e.model.VocabSize()))
+	if err != nil {
+		return fmt.Errorf("llm: %w", err)
+	}
+	defer sampler.Close()
+	if rp := g.req.Sampling.RepeatPenalty; rp > 0 && rp != 1 {
+		// Penalties look at recent text, and the prompt is recent text (as in llama.cpp's tools).
+		lastN := g.req.Sampling.RepeatLastN
+		if lastN <= 0 {
+			lastN = 64
+		}
+		for _, t := range prompt[max(0, len(prompt)-lastN):] {
+			sampler.Accept(t)
+		}
+	}
+
+	g.text = newTextStream(g.req.Stop)
+	loopStart := time.Now()
+	defer func() {
+		g.res.Text = g.text.text()
+		g.res.TokensPerSecond = tokensPerSecond(g.res.Tokens, time.Since(loopStart))
+	}()
+	var piece []byte
+	for {
+		if ctx.Err() != nil {
+			g.res.StopReason = StopCancelled
+			return cancelled(ctx, nil)
+		}
+		tok, err := sampler.Sample(e.lctx, -1)
+		if err != nil {
+			return fmt.Errorf("llm: %w", err)
+		}
+		if g.res.Tokens == 0 {
+			g.res.TimeToFirstToken = time.Since(g.start)
+		}
+		if e.model.IsEOG(tok) {
+			g.res.StopReason = StopEOG
+			if err := g.flush(); err != nil {
+				return err
+			}
+			// The end token usually follows the reply in the next prompt too.
+			g.keep(tok)
+			return nil
+		}
+		g.res.Tokens++
+		piece = e.model.AppendPiece(piece[:0], tok)
+		out, stopped := g.text.push(string(piece))
+		if out != "" {
+			if ctx.Err() != nil {
+				g.res.StopReason = StopCancelled
+				return cancelled(ctx, nil)
+			}
+			if err := g.emit(out); err != nil {
+				g.res.StopReason = StopCancelled
+				return cancelled(ctx, err)
+			}
+		}
+		switch {
+		case stopped:
+			g.res.StopReason = StopString
+			g.keep(tok)
+			return nil
+		case g.req.MaxTokens > 0 && g.res.Tokens >= g.req.MaxTokens, len(e.cache)+1 >= nCtx:
+			g.res.StopReason = StopLength
+			if err := g.flush(); err != nil {
+				return err
+			}
+			g.keep(tok)
+			return nil
+		}
+		if err := e.lctx.DecodeTokens(ctx, 0, len(e.cache), []llama.Token{tok}); err != nil {
+			e.resync(append(e.cache, tok))
+			return g.decodeFailed("decoding", err)
+		}
+		e.cache = append(e.cache, tok)
+	}
+}
+
+// flush emits the text held back at the end of a generation that was not cut by a stop string.
+func (g *generation) flush() error {
+	if out := g.text.flush(); out != "" {
+		if g.ctx.Err() != nil {
+			g.res.StopReason = StopCancelled
+			return cancelled(g.ctx, nil)
+		}
+		if err := g.emit(out); err != nil {
+			g.res.StopReason = StopCancelled
+			return cancelled(g.ctx, err)
+		}
+	}
+	return nil
+}
+
+// keep decodes the last sampled token into the cache when the generation ended
+// normally: the next prompt, which continues the dialogue, most likely contains it. It
+// costs one token's time after the text is complete.
+func (g *generation) keep(tok llama.Token) {
+	e := g.e
+	if e.cfg.NoPrefixCache || len(e.cache)+1 >= e.lctx.NCtx() || g.ctx.Err() != nil {
+		return
+	}
+	if err := e.lctx.DecodeTokens(g.ctx, 0, len(e.cache), []llama.Token{tok}); err != nil {
+		e.resync(append(e.cache, tok))
+		return
+	}
+	e.cache = append(e.cache, tok)
+}
+
+func (g *generation) decodeFailed(what string, err error) error {
+	if errors.Is(err, llama.ErrAborted) && g.ctx.Err() != nil {
+		g.res.StopReason = StopCancelled
+		return cancelled(g.ctx, nil)
+	}
+	return fmt.Errorf("llm: %s: %w", what, err)
+}
+
+// resync makes the cache bookkeeping match the memory after a failed or aborted decode
+// of tokens (positions 0..len-1): a decode can leave part of its batch in memory.
+func (e *LlamaEngine) resync(tokens []llama.Token) {
+	keep := min(max(e.lctx.SeqPosMax(0)+1, 0), len(tokens))
+	if err := e.lctx.SeqRemove(0, keep, -1); err != nil {
+		e.lctx.Clear()
+		keep = 0
+	}
+	e.cache = append(e.cache[:0], tokens[:keep]...)
+}
+
+func commonPrefix(a, b []llama.Token) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+func samplerParams(s Sampling, vocab int) llama.SamplerParams {
+	return llama.SamplerParams{
+		Temperature:   s.Temperature,
+		TopK:          s.TopK,
+		TopP:          s.TopP,
+		MinP:          s.MinP,
+		RepeatPenalty: s.RepeatPenalty,
+		RepeatLastN:   s.RepeatLastN,
+		VocabSize:     vocab,
+		Seed:          s.Seed,
+	}
+}
