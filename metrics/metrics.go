@@ -147,3 +147,15 @@ func WriteTable(w io.Writer, title string, summary map[string]Stats) {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+// MarshalJSON writes the statistics in milliseconds.
+func (s Stats) MarshalJSON() ([]byte, error) {
+	f := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return json.Marshal(struct {
+		N      int     `json:"n"`
+		P50MS  float64 `json:"p50_ms"`
+		P90MS  float64 `json:"p90_ms"`
+		MaxMS  float64 `json:"max_ms"`
+		MeanMS float64 `json:"mean_ms"`
+	}{s.N, f(s.P50), f(s.P90), f(s.Max), f(s.Mean)})
+}

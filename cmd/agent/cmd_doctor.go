@@ -10,12 +10,14 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gordonklaus/portaudio"
+	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/engines/espeak"
 	"github.com/parley-voice/parley/engines/ggml"
 	"github.com/parley-voice/parley/engines/llama"
 	"github.com/parley-voice/parley/engines/pocketsphinx"
 	"github.com/parley-voice/parley/engines/whisper"
+	"github.com/parley-voice/parley/modelstore"
+	"github.com/parley-voice/parley/pipeline"
 )
 
 func doctorCommand() command {
@@ -38,9 +40,11 @@ type check struct {
 
 func runDoctor(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "doctor", "")
+	cfgPath := configFlag(fs)
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	cfg, from, cfgErr := loadAgentConfig(a, *cfgPath)
 	var failed int
 	section := func(title string, checks []check) {
 		fmt.Fprintln(a.stdout, title)
@@ -63,7 +67,11 @@ func runDoctor(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintln(a.stdout)
 	}
 	section("native libraries", libraryChecks())
-	section("models", modelChecks(a))
+	if cfgErr != nil {
+		section("configuration", []check{{name: "config", detail: cfgErr.Error(), fix: "fix the file, or run without --config to use the defaults"}})
+	} else {
+		section("models (config: "+from+")", modelChecks(a, cfg))
+	}
 	audio, devices := audioChecks()
 	section("audio", audio)
 	printDevices(a.stdout, devices)
@@ -90,20 +98,15 @@ func libraryChecks() []check {
 		check{ok: true, name: "libwhisper", detail: whisper.Version()},
 		check{ok: true, name: "libllama", detail: "build " + llama.Version()},
 		ggmlCheck,
-		check{ok: true, name: "portaudio", detail: portaudio.VersionText()},
+		check{ok: true, name: "portaudio", detail: device.Version()},
 	)
 	ev, data := espeak.Version()
-	checks = append(checks, check{ok: true, name: "espeak-ng", detail: ev + " (data " + data + ")"})
-
-	ps := check{ok: true, name: "pocketsphinx", detail: pkgConfigVersion("pocketsphinx")}
-	modelDir := filepath.Join(pocketsphinx.DefaultModelDir(), "en-us")
-	if _, err := os.Stat(filepath.Join(modelDir, "en-us")); err != nil {
-		ps.ok = false
-		ps.detail += "; US English model not found in " + modelDir
-		ps.fix = "apt install pocketsphinx-en-us (or set the model directory in the config)"
-	} else {
-		ps.detail += "; model " + modelDir
+	if data != "" {
+		ev += " (data " + data + ")"
 	}
+	checks = append(checks, check{ok: true, name: "espeak-ng", detail: ev})
+
+	ps := check{ok: true, name: "pocketsphinx", detail: pkgConfigVersion("pocketsphinx") + "; models in " + pocketsphinx.DefaultModelDir()}
 	checks = append(checks, ps)
 	return checks
 }
@@ -118,9 +121,9 @@ func pkgConfigVersion(name string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func modelChecks(a *app) []check {
+func modelChecks(a *app, cfg pipeline.Config) []check {
 	var checks []check
-	for _, m := range configuredModels(a) {
+	for _, m := range configuredModels(a, cfg) {
 		c := check{name: m.role, detail: m.path}
 		if st, err := os.Stat(m.path); err == nil && !st.IsDir() {
 			c.ok = true
@@ -131,6 +134,14 @@ func modelChecks(a *app) []check {
 		}
 		checks = append(checks, c)
 	}
+	if cfg.ASR.Engine == "pocketsphinx" {
+		dir := filepath.Join(pocketsphinx.DefaultModelDir(), "en-us")
+		_, err := os.Stat(filepath.Join(dir, "en-us"))
+		checks = append(checks, check{ok: err == nil, name: "asr (pocketsphinx)", detail: dir, fix: "apt install pocketsphinx-en-us"})
+	}
+	if cfg.LLM.Engine == "http" {
+		checks = append(checks, check{ok: true, name: "llm (http)", detail: cfg.LLM.URL + " (reached when the agent starts)"})
+	}
 	return checks
 }
 
@@ -139,46 +150,59 @@ type configuredModel struct {
 	role, path, fix string
 }
 
-func configuredModels(a *app) []configuredModel {
-	shared := func(rel string) string {
-		if a.paths.Shared != "" {
-			return filepath.Join(a.paths.Shared, rel)
+// configuredModels lists the files cfg needs, each with the command that fetches it.
+func configuredModels(a *app, cfg pipeline.Config) []configuredModel {
+	fix := func(path string) string {
+		for _, m := range modelstore.Builtin() {
+			if filepath.Base(path) == m.File {
+				return "agent models pull " + m.Name
+			}
 		}
-		return filepath.Join(a.paths.Models, filepath.Base(rel))
+		return "point the config at an existing file, or run 'agent models list' for downloadable ones"
 	}
-	return []configuredModel{
-		{role: "vad (Silero)", path: shared("models/ggml-silero-v6.2.0.bin"), fix: "agent models pull silero-vad"},
-		{role: "llm (demo)", path: shared("models/stories260K.gguf"), fix: "place ../shared beside the project, or set PARLEY_SHARED"},
+	out := []configuredModel{{role: "vad (Silero)", path: cfg.VAD.Model, fix: fix(cfg.VAD.Model)}}
+	if cfg.ASR.Engine == "whisper" {
+		out = append(out, configuredModel{role: "asr (whisper)", path: cfg.ASR.Whisper.Model, fix: fix(cfg.ASR.Whisper.Model)})
 	}
+	if cfg.LLM.Engine == "llama" {
+		out = append(out, configuredModel{role: "llm (llama.cpp)", path: cfg.LLM.Model, fix: fix(cfg.LLM.Model)})
+	}
+	return out
 }
 
-func audioChecks() ([]check, []*portaudio.DeviceInfo) {
-	if err := portaudio.Initialize(); err != nil {
+func audioChecks() ([]check, []device.Info) {
+	h, err := device.Open(device.Options{})
+	if err != nil {
 		return []check{{warn: true, name: "portaudio", detail: err.Error(), fix: "check that a sound server (PulseAudio/PipeWire) or ALSA is available"}}, nil
 	}
-	defer portaudio.Terminate()
-	var checks []check
-	apis, err := portaudio.HostApis()
+	defer h.Close()
+	apis, err := h.HostAPIs()
 	if err != nil {
 		return []check{{warn: true, name: "host APIs", detail: err.Error()}}, nil
 	}
-	for _, h := range apis {
-		detail := fmt.Sprintf("%d device(s)", len(h.Devices))
-		if h.DefaultInputDevice != nil {
-			detail += "; default input " + h.DefaultInputDevice.Name
-		}
-		if h.DefaultOutputDevice != nil {
-			detail += "; default output " + h.DefaultOutputDevice.Name
-		}
-		checks = append(checks, check{ok: true, name: "host API " + h.Name, detail: detail})
+	devices, err := h.Devices()
+	if err != nil {
+		return []check{{warn: true, name: "devices", detail: err.Error()}}, nil
 	}
-	devices, _ := portaudio.Devices()
+	var checks []check
+	for _, api := range apis {
+		detail := fmt.Sprintf("%d device(s)", api.DeviceCount)
+		for _, d := range devices {
+			if d.HostAPI == api.Name && d.IsDefaultInput {
+				detail += "; default input " + d.Name
+			}
+			if d.HostAPI == api.Name && d.IsDefaultOutput {
+				detail += "; default output " + d.Name
+			}
+		}
+		checks = append(checks, check{ok: true, name: "host API " + api.Name, detail: detail})
+	}
 	var in, out int
 	for _, d := range devices {
-		if d.MaxInputChannels > 0 {
+		if d.Has(device.Input) {
 			in++
 		}
-		if d.MaxOutputChannels > 0 {
+		if d.Has(device.Output) {
 			out++
 		}
 	}
@@ -190,14 +214,14 @@ func audioChecks() ([]check, []*portaudio.DeviceInfo) {
 	return checks, devices
 }
 
-func printDevices(w io.Writer, devices []*portaudio.DeviceInfo) {
+func printDevices(w io.Writer, devices []device.Info) {
 	if len(devices) == 0 {
 		return
 	}
 	fmt.Fprintln(w, "audio devices")
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	for i, d := range devices {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\tin %d\tout %d\t%.0f Hz\n", i, d.Name, d.HostApi.Name, d.MaxInputChannels, d.MaxOutputChannels, d.DefaultSampleRate)
+	for _, d := range devices {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\tin %d\tout %d\t%.0f Hz\n", d.Index, d.Name, d.HostAPI, d.MaxInputChannels, d.MaxOutputChannels, d.DefaultSampleRate)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)

@@ -36,8 +36,11 @@ func commands() []command {
 		modelsCommand(),
 		plotCommand(),
 		replayCommand(),
+		liveCommand(),
+		benchCommand(),
 		sayCommand(),
 		generateCommand(),
+		chatCommand(),
 	}
 }
 

@@ -61,5 +61,9 @@ func Devices() []Device {
 
 // Version returns the linked ggml library's version and commit.
 func Version() string {
-	return C.GoString(C.ggml_version()) + " (" + C.GoString(C.ggml_commit()) + ")"
+	v, commit := C.GoString(C.ggml_version()), C.GoString(C.ggml_commit())
+	if commit == "" || commit == "unknown" {
+		return v
+	}
+	return v + " (" + commit + ")"
 }

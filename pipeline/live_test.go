@@ -1,0 +1,104 @@
+package pipeline
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/internal/pulsetest"
+	"github.com/parley-voice/parley/internal/testenv"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/tts"
+)
+
+// userTrack renders recordings placed at times (seconds) into one 16 kHz WAV, the way a
+// scenario would sound in the room.
+func userTrack(t *testing.T, length time.Duration, recs ...any) string {
+	t.Helper()
+	out := make([]float32, audio.DurationToSamples(length, audio.PipelineRate))
+	for i := 0; i < len(recs); i += 2 {
+		f, err := audio.DecodeWAVFile(recs[i].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err = audio.ToPipeline(f); err != nil {
+			t.Fatal(err)
+		}
+		at := int(audio.DurationToSamples(time.Duration(recs[i+1].(float64)*float64(time.Second)), audio.PipelineRate))
+		audio.Mix(out, f.Samples, at, 1)
+	}
+	path := filepath.Join(t.TempDir(), "room.wav")
+	if err := audio.WriteWAVFile(path, audio.Frame{Samples: out, Rate: audio.PipelineRate, Channels: 1}, 16); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestLiveBargeInThroughPulseAudio runs the live agent (PortAudio microphone and
+// speaker) against a real PulseAudio server: the user's recordings are played into a
+// null sink whose monitor is the microphone, and the agent speaks into another null
+// sink. The user barges in while the agent speaks; the stored agent turn must be exactly
+// what the speaker reports the listener heard.
+func TestLiveBargeInThroughPulseAudio(t *testing.T) {
+	cfg := demoConfig(t)
+	cfg.LLM.MaxTokens = 48 // a reply long enough to be interrupted in real time
+	cfg.Dialogue.MinWordFraction = 1
+	cfg.Audio.Input, cfg.Audio.Output = "pulse", "pulse"
+	shared := testenv.SharedDir(t)
+	srv := pulsetest.New(t)
+	ctx := context.Background()
+	room := srv.NullSink(t, "room", pulsetest.SinkOptions{Rate: 16000, Channels: 1})
+	out := srv.NullSink(t, "agent_out", pulsetest.SinkOptions{Rate: 48000, Channels: 2})
+	if err := srv.SetDefaultSource(ctx, room.Monitor); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.SetDefaultSink(ctx, out.Name); err != nil {
+		t.Fatal(err)
+	}
+	track := userTrack(t, 16*time.Second,
+		filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5,
+		filepath.Join(shared, "audio", "goforward.wav"), 5.5)
+	eng, err := LoadEngines(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+
+	runCtx, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	rec := &record{chunks: map[iu.ID]tts.Chunk{}}
+	var console strings.Builder
+	// The user starts talking once the agent listens.
+	go func() {
+		time.Sleep(time.Second)
+		play, err := srv.StartPlay(runCtx, room.Name, track)
+		if err != nil {
+			t.Errorf("playing the user's track: %v", err)
+			stop()
+			return
+		}
+		_ = play.Wait()
+		// Give the agent time to answer the barge-in, then end the session.
+		time.Sleep(8 * time.Second)
+		stop()
+	}()
+	res, err := Live(runCtx, cfg, eng, LiveOptions{Console: &console, SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("conversation:\n%s", console.String())
+	agents := agentUtterances(res.History)
+	if len(agents) == 0 || !agents[0].Interrupted {
+		t.Fatalf("history %+v: want the first agent turn interrupted by the barge-in", res.History.Utterances())
+	}
+	cut := agents[0]
+	if want := heardText(t, rec, cut.TurnID); cut.Text != want {
+		t.Errorf("stored agent turn %q, but the speaker reports the listener heard %q (generated %q)", cut.Text, want, cut.FullText)
+	}
+	for _, m := range res.Metrics {
+		t.Logf("latencies: %s", m)
+	}
+}
