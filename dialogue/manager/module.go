@@ -124,6 +124,8 @@ type agentRecord struct {
 	lastHeard   time.Duration
 	metrics     *metrics.Turn
 	bargeTimed  bool
+	// confirmedBarge: the user speech that paused this turn was confirmed by the VAD.
+	confirmedBarge bool
 }
 
 type chunkInfo struct {
@@ -229,13 +231,31 @@ func (r *run) event(ev Event) Event {
 func (r *run) update(ctx context.Context, up iu.Update) error {
 	u := up.IU
 	switch pl := u.Payload.(type) {
+	case vad.Candidate:
+		a := r.agents[r.turns.AgentTurn()]
+		switch up.Type {
+		case iu.Add:
+			if a != nil && a.metrics != nil && !a.bargeTimed {
+				a.metrics.BargeInOnset = r.at(pl.Start)
+			}
+			return r.do(ctx, r.turns.Handle(r.event(Event{Candidate: &Candidate{Onset: r.at(pl.Start)}})))
+		case iu.Revoke:
+			if a != nil && a.metrics != nil && !a.confirmedBarge {
+				// Noise: the pause it caused is not a barge-in to time.
+				a.metrics.BargeInOnset, a.metrics.AudioSilent, a.bargeTimed = time.Time{}, time.Time{}, false
+			}
+			return r.do(ctx, r.turns.Handle(r.event(Event{CandidateDropped: &CandidateDropped{}})))
+		}
 	case vad.Segment:
 		switch up.Type {
 		case iu.Add:
 			r.userOpen = true
 			r.userStart = pl.Start
-			if a := r.agents[r.turns.AgentTurn()]; a != nil && a.metrics != nil && !a.bargeTimed {
-				a.metrics.BargeInOnset = r.at(pl.Start)
+			if a := r.agents[r.turns.AgentTurn()]; a != nil && a.metrics != nil {
+				if !a.bargeTimed && a.metrics.BargeInOnset.IsZero() {
+					a.metrics.BargeInOnset = r.at(pl.Start)
+				}
+				a.confirmedBarge = a.metrics.BargeInOnset.After(time.Time{})
 			}
 			return r.do(ctx, r.turns.Handle(r.event(Event{SpeechStart: &SpeechStart{Onset: r.at(pl.Start)}})))
 		case iu.Commit:

@@ -102,15 +102,25 @@ func DefaultConfig() Config {
 type Event struct {
 	At time.Time
 
-	SpeechStart *SpeechStart
-	SpeechEnd   *SpeechEnd
-	EndOfTurn   *EndOfTurn
-	Words       *Words
-	Utterance   *Utterance
-	Reply       *Reply
-	Audio       *AudioHeard
-	AudioQueued *AudioQueued
+	Candidate        *Candidate
+	CandidateDropped *CandidateDropped
+	SpeechStart      *SpeechStart
+	SpeechEnd        *SpeechEnd
+	EndOfTurn        *EndOfTurn
+	Words            *Words
+	Utterance        *Utterance
+	Reply            *Reply
+	Audio            *AudioHeard
+	AudioQueued      *AudioQueued
 }
+
+// Candidate: the VAD heard what may be the start of user speech (before confirming it).
+type Candidate struct {
+	Onset time.Time
+}
+
+// CandidateDropped: the possible speech was noise.
+type CandidateDropped struct{}
 
 // SpeechStart: the VAD confirmed user speech; Onset is when it began (clock time).
 type SpeechStart struct {
@@ -232,6 +242,7 @@ type agentTurn struct {
 // bargeIn is a barge-in under evaluation.
 type bargeIn struct {
 	onset      time.Time
+	tentative  bool // begun by a candidate that the VAD has not confirmed yet
 	open       bool // the user is still speaking
 	ended      time.Time
 	words      []string
@@ -329,6 +340,9 @@ func (t *Turns) Tick(now time.Time) []Action {
 // the wait for its transcript is over.
 func (t *Turns) bargeDeadline(b *bargeIn) time.Time {
 	cfg := t.cfg.BargeIn
+	if b.tentative {
+		return time.Time{} // the VAD confirms or withdraws it
+	}
 	if !b.open {
 		return b.ended.Add(cfg.Grace)
 	}
@@ -354,6 +368,28 @@ func (t *Turns) agentActive() bool { return t.agent != nil && !t.agent.interrupt
 func (t *Turns) Handle(ev Event) []Action {
 	var acts []Action
 	switch {
+	case ev.Candidate != nil:
+		if t.agentActive() && t.cfg.BargeIn.Enabled && t.barge == nil {
+			// Hold the agent's voice at the first sound of the user; the candidate is
+			// confirmed or withdrawn within the VAD's minimum speech duration.
+			t.barge = &bargeIn{onset: ev.Candidate.Onset, open: true, tentative: true}
+			t.agent.paused = true
+			acts = append(acts, Action{Pause: &ControlTurn{TurnID: t.agent.id, Reason: "possible user speech"}})
+		}
+	case ev.CandidateDropped != nil:
+		if b := t.barge; b != nil && b.tentative && !b.resolved && t.agent != nil {
+			acts = t.resume(acts, "noise, not speech")
+		}
+	case ev.SpeechStart != nil && t.barge != nil && t.barge.tentative && !t.barge.resolved:
+		// The candidate that paused the agent is confirmed speech.
+		t.barge.tentative = false
+		t.barge.onset = ev.SpeechStart.Onset
+		t.userSpeaking = true
+		t.userWords = nil
+		t.lastActivity = ev.At
+		t.overlapUtterance = true
+		acts = t.setState(Overlap, acts)
+		acts = t.evaluateBargeIn(ev.At, acts)
 	case ev.SpeechStart != nil:
 		t.userSpeaking = true
 		t.userWords = nil
@@ -541,6 +577,9 @@ func (t *Turns) evaluateBargeIn(now time.Time, acts []Action) []Action {
 	if a == nil || a.interrupted {
 		b.resolved = true // nothing left to interrupt or resume
 		return acts
+	}
+	if b.tentative {
+		return acts // not speech yet
 	}
 	cfg := t.cfg.BargeIn
 	end := now

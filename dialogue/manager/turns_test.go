@@ -21,6 +21,8 @@ var t0 = time.Unix(1000, 0)
 func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 
 func speechStart(ms int) Event { return Event{SpeechStart: &SpeechStart{Onset: at(ms)}} }
+func candidate(ms int) Event   { return Event{Candidate: &Candidate{Onset: at(ms)}} }
+func dropped() Event           { return Event{CandidateDropped: &CandidateDropped{}} }
 func speechEnd(ms int) Event   { return Event{SpeechEnd: &SpeechEnd{End: at(ms)}} }
 func words(w ...string) Event  { return Event{Words: &Words{Words: w}} }
 func utterance(s string) Event { return Event{Utterance: &Utterance{Text: s}} }
@@ -201,6 +203,31 @@ func TestTurns(t *testing.T) {
 				{ms: 4010, ev: queued(2, true)},
 				{ms: 5000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `user 3 "no"`, "respond 4"}},
 			}),
+			final: SilenceAfterUser,
+		},
+		{
+			name: "possible speech pauses the agent at once; noise lets it go on",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: candidate(3000), want: []string{"pause 2"}},
+				{ms: 3100, ev: dropped(), want: []string{"resume 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "a confirmed candidate goes on as a barge-in without pausing twice",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: candidate(2990), want: []string{"pause 2"}},
+				{ms: 3260, ev: speechStart(2990)},
+				{ms: 3300, ev: words("wait", "please"), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "a candidate while nobody speaks changes nothing",
+			steps: concat(
+				[]step{{ms: 0, ev: candidate(0)}, {ms: 100, ev: dropped()}},
+				userTurn(500, 1500, "hello", `user 1 "hello"`, "respond 2"),
+			),
 			final: SilenceAfterUser,
 		},
 		{

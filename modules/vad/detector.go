@@ -35,6 +35,8 @@ type detector struct {
 
 	// open is the current kept segment, reported by an onset and not ended yet.
 	open *openSegment
+	// candidate is set while a reported evCandidate awaits its onset or its drop.
+	candidate bool
 	// turn tracks the user's turn for end-of-turn events.
 	turn turnState
 }
@@ -69,6 +71,12 @@ const (
 	evEnd
 	// evTurnEnd: silence after the turn's last segment reached the end-of-turn threshold.
 	evTurnEnd
+	// evCandidate: speech may be starting (the first window at the threshold while no
+	// segment is open); an evOnset confirms it or an evDropped withdraws it. Listeners
+	// that must react at once (pausing the agent's voice) use it.
+	evCandidate
+	// evDropped: the candidate ended too short to be speech.
+	evDropped
 )
 
 func (k eventKind) String() string {
@@ -79,6 +87,10 @@ func (k eventKind) String() string {
 		return "end"
 	case evTurnEnd:
 		return "turn-end"
+	case evCandidate:
+		return "candidate"
+	case evDropped:
+		return "dropped"
 	}
 	return "event?"
 }
@@ -130,6 +142,11 @@ func (d *detector) Push(prob float32, realEnd int64) []event {
 	case prob >= p.threshold && !d.inSpeech:
 		d.inSpeech = true
 		d.start = s
+		if d.open == nil {
+			// Nothing is open that this could continue: new speech may be starting.
+			d.candidate = true
+			evs = append(evs, event{Kind: evCandidate, Start: max(s-p.pad, d.base), RawStart: s, At: d.next})
+		}
 	case prob < p.negThreshold && d.inSpeech:
 		if !d.hasTempEnd {
 			d.hasTempEnd = true
@@ -151,6 +168,10 @@ func (d *detector) speechEnded(kept bool, end int64, evs []event) []event {
 	start := d.start
 	d.inSpeech, d.hasTempEnd = false, false
 	if !kept {
+		if d.candidate {
+			d.candidate = false
+			evs = append(evs, event{Kind: evDropped, RawStart: start, At: d.next})
+		}
 		return evs
 	}
 	if d.open == nil || d.open.ended && start-d.open.rawEnd >= d.p.mergeGap {
@@ -199,6 +220,7 @@ func (d *detector) onset(start int64, evs []event) []event {
 		d.turn = turnState{active: true, speechStart: padded}
 	}
 	d.turn.segmentOpen = true
+	d.candidate = false // confirmed
 	return append(evs, event{Kind: evOnset, Start: padded, RawStart: start, At: d.next})
 }
 

@@ -136,6 +136,33 @@ func TestDetectorScripted(t *testing.T) {
 	}
 }
 
+func TestDetectorCandidates(t *testing.T) {
+	const w = testWindow
+	tests := []struct {
+		name  string
+		probs []float32
+		want  []eventKind
+	}{
+		{"a click is withdrawn", windows(0.0, 10, 0.9, 3, 0.0, 40), []eventKind{evCandidate, evDropped}},
+		{"speech is confirmed", windows(0.0, 10, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evEnd, evTurnEnd}},
+		{"a pause within a segment starts no new candidate", windows(0.0, 10, 0.9, 20, 0.0, 2, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evEnd, evTurnEnd}},
+		{"two clicks", windows(0.0, 5, 0.9, 2, 0.0, 10, 0.9, 2, 0.0, 30), []eventKind{evCandidate, evDropped, evCandidate, evDropped}},
+		{"speech running into the end of the stream", windows(0.0, 5, 0.9, 30), []eventKind{evCandidate, evOnset, evEnd, evTurnEnd}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, evs := stream(tt.probs, defaultParams(), int64(len(tt.probs))*w)
+			var kinds []eventKind
+			for _, e := range evs {
+				kinds = append(kinds, e.Kind)
+			}
+			if !slices.Equal(kinds, tt.want) {
+				t.Fatalf("events %v, want %v", kinds, tt.want)
+			}
+		})
+	}
+}
+
 func TestDetectorEventTiming(t *testing.T) {
 	const w = testWindow
 	p := defaultParams()
@@ -145,10 +172,14 @@ func TestDetectorEventTiming(t *testing.T) {
 	for i, e := range evs {
 		kinds[i] = e.Kind
 	}
-	if !slices.Equal(kinds, []eventKind{evOnset, evEnd, evTurnEnd}) {
+	if !slices.Equal(kinds, []eventKind{evCandidate, evOnset, evEnd, evTurnEnd}) {
 		t.Fatalf("events %v", kinds)
 	}
-	onset, end, eot := evs[0], evs[1], evs[2]
+	// Possible speech is announced by the first speech window, 250 ms before the onset.
+	if cand := evs[0]; cand.At != int64(10+1)*w || cand.RawStart != 10*w || cand.Start != 10*w-p.pad {
+		t.Errorf("candidate %+v, want it decided at the end of window 10", cand)
+	}
+	onset, end, eot := evs[1], evs[2], evs[3]
 	// The onset is confirmed as soon as the speech is sure to last more than MinSpeech:
 	// after the window that ends 250 ms past the start.
 	if wantAt := int64(10+8) * w; onset.At != wantAt {

@@ -117,6 +117,29 @@ func (s Segment) Summary() string {
 	return fmt.Sprintf("speech %.2fs–%s%s", s.Start.Seconds(), end, ov)
 }
 
+// Candidate is the payload of possible speech (kind "vad-candidate"): ADDed at the
+// first window that sounds like speech, COMMITted when the speech lasted long enough to
+// be a Segment (whose ADD follows), REVOKEd when it stopped too soon (noise, a click).
+// It arrives MinSpeech earlier than the Segment, so a dialogue manager can hold the
+// agent's voice at once and let it go on if the candidate is withdrawn.
+type Candidate struct {
+	// Start is the stream position where the possible speech began (padded).
+	Start time.Duration
+	// Overlap says that the agent was audible.
+	Overlap bool
+}
+
+// Kind implements iu.Payload.
+func (Candidate) Kind() string { return "vad-candidate" }
+
+// Summary implements iu.Payload.
+func (c Candidate) Summary() string {
+	if c.Overlap {
+		return fmt.Sprintf("possible speech at %.2fs overlap", c.Start.Seconds())
+	}
+	return fmt.Sprintf("possible speech at %.2fs", c.Start.Seconds())
+}
+
 // EndOfTurn is the payload that ends the user's turn (kind "eot"), ADDed and COMMITted
 // at once when the silence after the turn's last segment reached the threshold (or the
 // input ended). Other end-of-turn policies can produce the same payload.
@@ -250,9 +273,10 @@ type runner struct {
 	audibleNow  bool
 	lastAudible int64 // stream position where the agent was last audible; -1 never
 
-	open     *iu.IU
-	turnSegs []iu.ID
-	finished bool // the stream ended and the detector was flushed
+	open      *iu.IU
+	candidate *iu.IU // the possible speech awaiting confirmation
+	turnSegs  []iu.ID
+	finished  bool // the stream ended and the detector was flushed
 }
 
 type frameRef struct {
@@ -381,7 +405,21 @@ func (r *runner) events(ctx context.Context, evs []event) error {
 	for _, ev := range evs {
 		var ups []iu.Update
 		switch ev.Kind {
+		case evCandidate:
+			c := Candidate{Start: dur(ev.Start), Overlap: r.audibleNow || r.lastAudible >= ev.RawStart}
+			u := r.p.NewIU(c, r.grounding(ev.Start, ev.At)...)
+			r.candidate = &u
+			ups = append(ups, iu.AddOf(u))
+		case evDropped:
+			if r.candidate != nil {
+				ups = append(ups, iu.RevokeOf(*r.candidate))
+				r.candidate = nil
+			}
 		case evOnset:
+			if r.candidate != nil {
+				ups = append(ups, iu.CommitOf(*r.candidate))
+				r.candidate = nil
+			}
 			seg := Segment{
 				Start:   dur(ev.Start),
 				Overlap: r.audibleNow || r.lastAudible >= ev.RawStart,

@@ -100,6 +100,9 @@ type runResult struct {
 	eots     []EndOfTurn
 	all      []received
 	audioIDs map[iu.ID]audio.Frame
+
+	candidates         []received // ADDs of possible speech
+	confirmed, dropped int
 }
 
 // runVAD plays path through a VAD module on a virtual clock.
@@ -158,6 +161,15 @@ func runVAD(t *testing.T, path string, cfg Config, tail time.Duration, extra ...
 		case EndOfTurn:
 			if r.up.Type == iu.Add {
 				res.eots = append(res.eots, pl)
+			}
+		case Candidate:
+			switch r.up.Type {
+			case iu.Add:
+				res.candidates = append(res.candidates, r)
+			case iu.Commit:
+				res.confirmed++
+			case iu.Revoke:
+				res.dropped++
 			}
 		default:
 			t.Fatalf("the VAD forwarded a %s IU", r.up.IU.Payload.Kind())
@@ -235,6 +247,17 @@ func TestJFKSegments(t *testing.T) {
 	p := cfg.params()
 	window := time.Duration(whisper.VADWindow) * time.Second / audio.PipelineRate
 	frame := source.DefaultFrameDuration
+	// Every segment was announced by a candidate, sooner than its onset and from the
+	// same start; candidates that were noise were withdrawn.
+	if res.confirmed != len(res.adds) || len(res.candidates) != res.confirmed+res.dropped {
+		t.Errorf("%d candidates: %d confirmed, %d withdrawn; %d segments", len(res.candidates), res.confirmed, res.dropped, len(res.adds))
+	}
+	for i := range min(len(res.candidates), len(res.adds)) {
+		c, a := res.candidates[i], res.adds[i]
+		if res.dropped == 0 && (c.up.IU.Payload.(Candidate).Start != a.up.IU.Payload.(Segment).Start || !c.up.IU.Created.Before(a.up.IU.Created)) {
+			t.Errorf("candidate %d %+v (at %v) does not announce segment %+v (at %v)", i, c.up.IU.Payload, c.up.IU.Created, a.up.IU.Payload, a.up.IU.Created)
+		}
+	}
 	for i, a := range res.adds {
 		seg := a.up.IU.Payload.(Segment)
 		// Streaming: the onset is reported MinSpeech after the speech started (plus
