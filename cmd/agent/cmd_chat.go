@@ -132,6 +132,7 @@ func chatMain(ctx context.Context, a *app, args []string, in io.Reader, interact
 	c, err := newChat(context.WithoutCancel(ctx), chatConfig{
 		Config: cfg, Engine: eng.LLM, Tokenizer: eng.Tokenizer, Context: eng.Context, Store: store,
 		SessionDir: dir, Think: *think, Out: a.stdout, Err: a.stderr, Log: a.log, Interactive: interactive,
+		OnInterrupt: a.onInterrupt,
 	})
 	if err != nil {
 		return err
@@ -164,6 +165,9 @@ type chatConfig struct {
 	Out, Err    io.Writer
 	Log         *zap.Logger
 	Interactive bool
+	// OnInterrupt, when set, routes Ctrl-C to f until the returned function is called;
+	// a reply uses it so that Ctrl-C stops the reply, not the chat.
+	OnInterrupt func(f func()) (restore func())
 }
 
 // chat is one text conversation. Only the goroutine in run uses it.
@@ -410,13 +414,19 @@ func (c *chat) exchange(ctx context.Context, text string) error {
 	if err := c.Store.AppendUtterance(c.persist, dialogue.Utterance{Speaker: dialogue.User, Text: text, TurnID: userTurn, Start: now, End: now}); err != nil {
 		return fmt.Errorf("storing your line: %w", err)
 	}
+	// Ctrl-C while the model answers stops the answer; the chat goes on.
+	replyCtx, stopReply := context.WithCancel(ctx)
+	defer stopReply()
+	if c.OnInterrupt != nil {
+		defer c.OnInterrupt(stopReply)()
+	}
 	if c.Think {
-		done, err := c.thinkReply(ctx, agentTurn)
+		done, err := c.thinkReply(replyCtx, agentTurn)
 		if done || err != nil {
 			return err
 		}
 	}
-	return c.reply(ctx, agentTurn)
+	return c.reply(replyCtx, agentTurn)
 }
 
 // reply streams the model's reply to agent turn turnID and stores what was printed.

@@ -597,3 +597,48 @@ func (s selfAskScript) Generate(ctx context.Context, req llm.Request, emit func(
 	}
 	return llm.Result{Text: text, StopReason: llm.StopString}, emit(text)
 }
+
+// interruptAfter calls the chat's Ctrl-C handler after some pieces, as a user pressing
+// Ctrl-C while the reply streams.
+type interruptAfter struct {
+	llm.Engine
+	pieces int
+	press  *func()
+}
+
+func (e interruptAfter) Generate(ctx context.Context, req llm.Request, emit func(string) error) (llm.Result, error) {
+	n := 0
+	return e.Engine.Generate(ctx, req, func(piece string) error {
+		if n == e.pieces && *e.press != nil {
+			(*e.press)() // Ctrl-C
+		}
+		n++
+		return emit(piece)
+	})
+}
+
+func TestChatCtrlCStopsOnlyTheReply(t *testing.T) {
+	f := newChatFixture(t)
+	var press func()
+	c, store, out, _ := newTestChat(t, f, false, func(e llm.Engine) chatEngine {
+		return interruptAfter{Engine: e, pieces: 3, press: &press}
+	})
+	c.OnInterrupt = func(fn func()) func() {
+		press = fn
+		return func() { press = nil }
+	}
+	if err := c.run(context.Background(), strings.NewReader("Hello there\nTell me a story\n")); err != nil {
+		t.Fatalf("Ctrl-C during a reply ended the chat: %v", err)
+	}
+	h, err := store.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each reply was stopped after its third piece, and the chat went on to the next line.
+	if got, want := describeUtts(h.Utterances()), "user 1, agent 2 interrupted, user 3, agent 4 interrupted"; got != want {
+		t.Fatalf("history %q, want %q\nstdout: %s", got, want, out)
+	}
+	if press != nil {
+		t.Error("the reply's Ctrl-C handler is still installed after the reply")
+	}
+}

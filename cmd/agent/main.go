@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/parley-voice/parley/config"
@@ -51,19 +52,51 @@ type app struct {
 	log    *zap.Logger
 	paths  config.Paths
 	logCfg logging.Config
+	// interrupt, when it holds a function, receives Ctrl-C instead of the command's
+	// context being cancelled (main's signal goroutine reads it).
+	interrupt *atomic.Pointer[func()]
+}
+
+// onInterrupt routes Ctrl-C to f until the returned function is called.
+func (a *app) onInterrupt(f func()) (restore func()) {
+	if a.interrupt == nil {
+		return func() {}
+	}
+	a.interrupt.Store(&f)
+	return func() { a.interrupt.CompareAndSwap(&f, nil) }
 }
 
 // errUsage marks errors that are about how the command was called (exit status 2).
 var errUsage = errors.New("usage")
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	var interrupt atomic.Pointer[func()]
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for s := range sigs {
+			// A command may take Ctrl-C for itself (chat stops the reply in progress);
+			// otherwise, and for SIGTERM, the command's context ends (a graceful stop).
+			if f := interrupt.Load(); s == os.Interrupt && f != nil {
+				(*f)()
+				continue
+			}
+			cancel()
+		}
+	}()
+	code := runWith(ctx, os.Args[1:], os.Stdout, os.Stderr, &interrupt)
+	signal.Stop(sigs)
+	cancel()
 	os.Exit(code)
 }
 
+// run runs the command line with args (tests call it directly).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runWith(ctx, args, stdout, stderr, nil)
+}
+
+func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, interrupt *atomic.Pointer[func()]) int {
 	global := flag.NewFlagSet("agent", flag.ContinueOnError)
 	global.SetOutput(stderr)
 	logLevel := global.String("log-level", envDefault("PARLEY_LOG_LEVEL", "info"), "default log level: debug, info, warn, error")
@@ -111,7 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeLog()
 	quietNativeLogs(logCfg.Level)
-	a := &app{stdout: stdout, stderr: stderr, log: logger, paths: config.DefaultPaths(), logCfg: logCfg}
+	a := &app{stdout: stdout, stderr: stderr, log: logger, paths: config.DefaultPaths(), logCfg: logCfg, interrupt: interrupt}
 	if err := cmd.Run(ctx, a, rest[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
