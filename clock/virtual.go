@@ -40,7 +40,9 @@ func (v *Virtual) run() {
 		select {
 		case op := <-v.ops:
 			op(st)
-			if st.tokens == 0 {
+			// Untracked timers add no work when they fire, so time keeps moving through
+			// them until something tracked runs (or no timer is left).
+			for st.tokens == 0 && len(st.timers) > 0 {
 				st.advance()
 			}
 		case <-v.done:

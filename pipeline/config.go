@@ -323,6 +323,7 @@ func (c Config) Validate() error {
 func TurnBased(cfg Config) Config {
 	cfg.LLM.StreamClauses = false
 	cfg.ASR.Hop = 24 * time.Hour // no partial hypotheses: one decode at the end of the turn
+	cfg.ASR.Speculative = false  // and not before it
 	cfg.TurnTaking.BargeIn.MinWords = 0
 	return cfg
 }

@@ -3,10 +3,16 @@
 // user speaks, and reports words as they become stable: ADD for a new word, REVOKE when
 // the recogniser changed its mind, COMMIT of every surviving word at the end of the
 // turn, followed by the whole Utterance.
+//
+// With an engine that decodes finals on the side (FinalDecoder), the final decode of a
+// turn may start before the turn has surely ended: when the user's speech segment ends
+// (Config.Speculative). The end of turn then commits that decode's words, which are
+// exactly those a final decode started at the end of turn would give.
 package asr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -61,6 +67,9 @@ func (u Utterance) Summary() string {
 // Engine recognises one utterance at a time from 16 kHz mono audio. The module calls it
 // from one goroutine at a time (never concurrently), in the order Start, Feed and
 // Partial any number of times, then Final; then Start again for the next utterance.
+// An engine that is also a FinalDecoder may get FinalOf calls in between (still one
+// call at a time), and then no Final: the module decodes the end of the turn with
+// FinalOf and starts the next utterance with Start.
 type Engine interface {
 	// Start begins a new utterance, dropping whatever the previous one left.
 	Start(ctx context.Context) error
@@ -71,6 +80,26 @@ type Engine interface {
 	// Final returns the final hypothesis of the whole utterance and ends it.
 	Final(ctx context.Context) (Hypothesis, error)
 }
+
+// FinalDecoder is what the module needs from an Engine to decode the end of a turn on
+// the side: speculatively, before the turn has surely ended (Config.Speculative), and
+// over exactly the turn's audio, whatever the partial decodes were fed.
+type FinalDecoder interface {
+	// StatelessFinal reports whether FinalOf works with the engine's configuration:
+	// whether its final hypothesis depends on the audio alone, not on earlier utterances
+	// or on how the audio was fed.
+	StatelessFinal() bool
+	// FinalOf returns the final hypothesis of samples as one utterance: the same words,
+	// times and confidences as Start, Feed(samples), Final. It leaves the utterance in
+	// progress as it was, so that Feed and Partial carry on after it as if it had not
+	// run. samples must not be changed during the call. Without StatelessFinal it
+	// returns ErrStatefulFinal.
+	FinalOf(ctx context.Context, samples []float32) (Hypothesis, error)
+}
+
+// ErrStatefulFinal is what FinalOf returns when the engine's final hypothesis depends on
+// more than the audio it is given.
+var ErrStatefulFinal = errors.New("asr: the engine's final hypothesis depends on more than the audio")
 
 // Hypothesis is a recogniser's view of an utterance.
 type Hypothesis struct {

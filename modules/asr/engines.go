@@ -115,19 +115,35 @@ func (e *WhisperEngine) Partial(ctx context.Context) (Hypothesis, error) {
 
 // Final implements Engine.
 func (e *WhisperEngine) Final(ctx context.Context) (Hypothesis, error) {
-	h, err := e.decode(ctx, whisper.DecodeParams{BeamSize: e.cfg.BeamSize, NoFallback: !e.cfg.Fallback})
+	h, err := e.FinalOf(ctx, e.audio)
 	e.audio = e.audio[:0]
 	return h, err
 }
 
+// StatelessFinal implements FinalDecoder: every whisper decode starts from nothing (no
+// context carried over from earlier decodes).
+func (e *WhisperEngine) StatelessFinal() bool { return true }
+
+// FinalOf implements FinalDecoder: the final decode of samples. The utterance being
+// streamed is only e.audio, which this leaves alone. (With Fallback, a retry at a higher
+// temperature samples from libwhisper's random generator, the one thing a decode may
+// share with the ones before it.)
+func (e *WhisperEngine) FinalOf(ctx context.Context, samples []float32) (Hypothesis, error) {
+	return e.decodeOf(ctx, samples, whisper.DecodeParams{BeamSize: e.cfg.BeamSize, NoFallback: !e.cfg.Fallback})
+}
+
 func (e *WhisperEngine) decode(ctx context.Context, p whisper.DecodeParams) (Hypothesis, error) {
+	return e.decodeOf(ctx, e.audio, p)
+}
+
+func (e *WhisperEngine) decodeOf(ctx context.Context, samples []float32, p whisper.DecodeParams) (Hypothesis, error) {
 	p.Threads = e.cfg.Threads
 	p.Language = e.cfg.Language
 	p.InitialPrompt = e.cfg.Prompt
 	p.SingleSegment = true
 	p.TokenTimestamps = true
 	p.SuppressNonSpeech = true
-	segs, err := e.dec.Decode(ctx, e.audio, p)
+	segs, err := e.dec.Decode(ctx, samples, p)
 	if err != nil {
 		return Hypothesis{}, fmt.Errorf("whisper: %w", err)
 	}
@@ -178,9 +194,14 @@ func DefaultPocketsphinxConfig() PocketsphinxConfig {
 // reading pocketsphinx's own partial hypotheses.
 type PocketsphinxEngine struct {
 	cfg   PocketsphinxConfig
-	dec   *pocketsphinx.Decoder
-	audio []float32 // the utterance, kept for the final pass
+	dec   *pocketsphinx.Decoder // the streaming pass
+	audio []float32             // the utterance, kept for the final pass
 	pcm   []int16
+
+	// side runs the final passes FinalOf asks for while the streaming pass has an
+	// utterance open: pocketsphinx decodes one utterance at a time per decoder, and
+	// ending the streaming one would lose its search. Loaded on first need.
+	side *pocketsphinx.Decoder
 }
 
 // NewPocketsphinxEngine loads the models.
@@ -210,7 +231,7 @@ func (e *PocketsphinxEngine) Feed(ctx context.Context, samples []float32) error 
 
 // Partial implements Engine.
 func (e *PocketsphinxEngine) Partial(ctx context.Context) (Hypothesis, error) {
-	return e.hypothesis(), nil
+	return hypothesisOf(e.dec), nil
 }
 
 // Final implements Engine.
@@ -218,45 +239,81 @@ func (e *PocketsphinxEngine) Final(ctx context.Context) (Hypothesis, error) {
 	if err := e.dec.EndUtt(); err != nil {
 		return Hypothesis{}, err
 	}
-	if e.cfg.FinalPass && len(e.audio) > 0 {
-		if err := e.finalPass(ctx); err != nil {
-			return Hypothesis{}, err
-		}
+	if !e.cfg.FinalPass || len(e.audio) == 0 {
+		return hypothesisOf(e.dec), nil
+	}
+	h, err := e.finalPass(ctx, e.dec, e.audio)
+	if err != nil {
+		return Hypothesis{}, err
 	}
 	e.audio = e.audio[:0]
-	return e.hypothesis(), nil
+	return h, nil
 }
 
-// finalPass decodes the utterance again in one piece with freshly initialised feature
-// computation, so that the result depends on the utterance's audio alone and is exactly
-// what `pocketsphinx single` gives for it. (Starting from the cepstral mean the
-// streaming pass adapted instead measured 13 WER points worse on the shared
-// recordings.) The adapted mean is restored afterwards for the next streaming pass.
-func (e *PocketsphinxEngine) finalPass(ctx context.Context) error {
+// StatelessFinal implements FinalDecoder: only the final pass depends on the utterance's
+// audio alone. Without it the final hypothesis is the streaming pass's, which starts
+// from the cepstral mean earlier utterances left.
+func (e *PocketsphinxEngine) StatelessFinal() bool { return e.cfg.FinalPass }
+
+// FinalOf implements FinalDecoder: the final pass over samples, exactly as Final runs
+// it. While the streaming pass has an utterance open, the pass runs on a second decoder
+// (loaded on the first such call: the models once more, about 90 MB and 0.3 s here),
+// so the streaming utterance's search and cepstral mean stay as they were.
+func (e *PocketsphinxEngine) FinalOf(ctx context.Context, samples []float32) (Hypothesis, error) {
+	if !e.cfg.FinalPass {
+		return Hypothesis{}, ErrStatefulFinal
+	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return Hypothesis{}, err
 	}
-	live := e.dec.CMN()
-	if err := e.dec.ResetFeatures(); err != nil {
-		return err
+	if len(samples) == 0 {
+		return Hypothesis{}, nil // what Final gives for an utterance without audio
 	}
-	e.pcm = pocketsphinx.FloatToPCM16(e.pcm[:0], e.audio)
-	if err := e.dec.StartUtt(); err != nil {
-		return err
+	dec := e.dec
+	if dec.InUtterance() {
+		if e.side == nil {
+			d, err := pocketsphinx.NewDecoder(e.cfg.Config)
+			if err != nil {
+				return Hypothesis{}, fmt.Errorf("asr: final-pass decoder: %w", err)
+			}
+			e.side = d
+		}
+		dec = e.side
 	}
-	if err := e.dec.Process(e.pcm, true); err != nil {
-		return err
-	}
-	if err := e.dec.EndUtt(); err != nil {
-		return err
-	}
-	return e.dec.SetCMN(live)
+	return e.finalPass(ctx, dec, samples)
 }
 
-func (e *PocketsphinxEngine) hypothesis() Hypothesis {
+// finalPass decodes samples in one piece on dec with freshly initialised feature
+// computation, so that the result depends on the audio alone and is exactly what
+// `pocketsphinx single` gives for it. (Starting from the cepstral mean the streaming
+// pass adapted instead measured 13 WER points worse on the shared recordings.) dec's
+// cepstral mean is restored afterwards, for the streaming pass's next utterance.
+func (e *PocketsphinxEngine) finalPass(ctx context.Context, dec *pocketsphinx.Decoder, samples []float32) (Hypothesis, error) {
+	if err := ctx.Err(); err != nil {
+		return Hypothesis{}, err
+	}
+	live := dec.CMN()
+	if err := dec.ResetFeatures(); err != nil {
+		return Hypothesis{}, err
+	}
+	e.pcm = pocketsphinx.FloatToPCM16(e.pcm[:0], samples)
+	if err := dec.StartUtt(); err != nil {
+		return Hypothesis{}, err
+	}
+	if err := dec.Process(e.pcm, true); err != nil {
+		return Hypothesis{}, err
+	}
+	if err := dec.EndUtt(); err != nil {
+		return Hypothesis{}, err
+	}
+	h := hypothesisOf(dec)
+	return h, dec.SetCMN(live)
+}
+
+func hypothesisOf(dec *pocketsphinx.Decoder) Hypothesis {
 	var h Hypothesis
-	final := !e.dec.InUtterance()
-	for _, w := range e.dec.Words() {
+	final := !dec.InUtterance()
+	for _, w := range dec.Words() {
 		if w.Filler {
 			continue
 		}
@@ -269,5 +326,11 @@ func (e *PocketsphinxEngine) hypothesis() Hypothesis {
 	return h
 }
 
-// Close frees the decoder.
-func (e *PocketsphinxEngine) Close() error { return e.dec.Close() }
+// Close frees the decoders.
+func (e *PocketsphinxEngine) Close() error {
+	err := e.dec.Close()
+	if e.side != nil {
+		err = errors.Join(err, e.side.Close())
+	}
+	return err
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/vad"
+	"go.uber.org/zap"
 )
 
 // Config configures the ASR module and its engine.
@@ -29,9 +30,28 @@ type Config struct {
 	// with the utterance.
 	PreRoll time.Duration `yaml:"pre_roll"`
 	// Trailing is audio after the end of the turn's speech that the final decode
-	// includes at least. (Audio already fed for partial hypotheses, up to where the end
-	// of turn came, is never taken back.)
+	// includes. With an engine that decodes finals on the side (a FinalDecoder: whisper,
+	// pocketsphinx with final_pass) it is exactly this much, whatever the partial
+	// decodes were fed. With other engines it is at least this much: their Final decodes
+	// everything fed, and audio already fed for partial hypotheses, up to where the end
+	// of turn came, is never taken back.
 	Trailing time.Duration `yaml:"trailing"`
+	// Speculative starts the final decode before the end of turn: as soon as the turn's
+	// last speech segment has ended (the VAD committed it) and Trailing audio after its
+	// end has arrived, which is normally well before the VAD's end of turn (300 ms
+	// against 700 ms by default). The end of turn then finds the final hypothesis ready,
+	// or waits for the decode to finish, instead of starting it. When speech resumes
+	// first, the speculation is cancelled and its result dropped, and the end of the
+	// next segment starts another. The end of turn checks that its speech ends where the
+	// speculation assumed; if not (another end-of-turn policy), the final decode starts
+	// over with the right audio. Either way the committed words are exactly those of a
+	// final decode started at the end of turn: both decode the same samples with the
+	// engine's FinalOf. It needs a FinalDecoder; with other engines it has no effect.
+	// Costs: a speculation that speech cuts short is work thrown away, and while it runs
+	// the partial hypotheses of the resumed speech wait (pocketsphinx cannot interrupt a
+	// decode); pocketsphinx loads its models a second time for decoding finals while it
+	// streams (about 90 MB). The turn-based baseline turns it off.
+	Speculative bool `yaml:"speculative"`
 	// History is how much recent audio is kept for the pre-roll of the next utterance;
 	// it must cover the VAD's onset confirmation delay plus padding and PreRoll.
 	History time.Duration `yaml:"history"`
@@ -41,7 +61,7 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: pocketsphinx (the engine that works without
-// downloads), a 300 ms hop and LocalAgreement-2.
+// downloads), a 300 ms hop, LocalAgreement-2 and speculative final decoding.
 func DefaultConfig() Config {
 	return Config{
 		Engine:       "pocketsphinx",
@@ -49,6 +69,7 @@ func DefaultConfig() Config {
 		Agreement:    2,
 		PreRoll:      200 * time.Millisecond,
 		Trailing:     300 * time.Millisecond,
+		Speculative:  true,
 		History:      3 * time.Second,
 		Whisper:      DefaultWhisperConfig(),
 		Pocketsphinx: DefaultPocketsphinxConfig(),
@@ -72,8 +93,9 @@ func (c Config) Validate() error {
 
 // Module is the ASR module. It consumes audio.Frame IUs (16 kHz mono) and vad.Segment
 // and vad.EndOfTurn IUs: a segment's onset starts an utterance (with pre-roll audio) or
-// continues the current one, the end of turn triggers the final decode. It produces Word
-// and Utterance IUs.
+// continues the current one, the end of turn triggers the final decode, or confirms the
+// speculative one the end of the segment before started (Config.Speculative). It
+// produces Word and Utterance IUs.
 type Module struct {
 	name   string
 	cfg    Config
@@ -127,15 +149,21 @@ func (m *Module) Name() string { return m.name }
 // Run implements iu.Module.
 func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	r := &runner{
-		m: m, p: p,
+		m: m, p: p, log: p.Logger(),
 		hop:      audio.DurationToSamples(m.cfg.Hop, audio.PipelineRate),
 		preRoll:  audio.DurationToSamples(m.cfg.PreRoll, audio.PipelineRate),
 		trailing: audio.DurationToSamples(m.cfg.Trailing, audio.PipelineRate),
 		history:  audio.DurationToSamples(m.cfg.History, audio.PipelineRate),
 	}
+	if fd, ok := m.engine.(FinalDecoder); ok && fd.StatelessFinal() {
+		r.finalOf = fd
+		r.speculate = m.cfg.Speculative
+	} else if m.cfg.Speculative {
+		r.log.Info("speculative final decoding is off: the engine's final hypothesis depends on more than the audio")
+	}
 	defer r.cancelJob()
 	for {
-		if r.inputDone && !r.inFlight && len(r.queue) == 0 {
+		if r.inputDone && r.running == nil && len(r.queue) == 0 {
 			return nil
 		}
 		ev, err := p.Next(ctx, time.Time{})
@@ -160,7 +188,9 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 		case iu.EventInputDone:
 			r.endInput()
 		}
-		r.schedule(ctx)
+		if err := r.advance(ctx); err != nil {
+			return err
+		}
 	}
 }
 
@@ -169,7 +199,16 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 type runner struct {
 	m                               *Module
 	p                               *iu.Ports
+	log                             *zap.Logger
 	hop, preRoll, trailing, history int64
+
+	// finalOf is the engine when it decodes finals on the side (FinalDecoder): then an
+	// utterance's final decode covers exactly its audio up to Trailing after the speech,
+	// whatever the partial decodes were fed, and may start before the end of turn when
+	// speculate is set. Nil for other engines, whose final decode is Final after the
+	// rest of the audio was fed.
+	finalOf   FinalDecoder
+	speculate bool
 
 	// recent holds the latest audio, for the pre-roll of the next utterance.
 	recent []audioRef
@@ -178,11 +217,12 @@ type runner struct {
 	decodedTo int64
 
 	cur    *utterance   // the utterance of the turn in progress, if any
-	queue  []*utterance // utterances not finished; the engine works on queue[0]
+	queue  []*utterance // utterances not committed; the engine works on queue[0]
 	nextID int
 
-	inFlight  bool
+	running   *job               // the engine job in flight, if any
 	cancel    context.CancelFunc // cancels the job in flight
+	jobs      int                // jobs started, for their sequence numbers
 	inputDone bool
 }
 
@@ -198,10 +238,16 @@ type utterance struct {
 	id    int
 	start int64 // stream position of the first sample
 	recv  int64 // stream position after the last sample received
+	fed   int64 // stream position after the last sample handed to the streaming pass
 	end   int64 // stream position after the last sample to decode (once ended)
 	ended bool
 
-	buf     []float32 // received and not yet fed to the engine
+	// audio holds the samples from start to recv. Workers get slices of it capped at
+	// their length, so the module's appends never write where a worker reads.
+	audio []float32
+	// skipped counts stream samples missing from audio (gaps longer than maxGap are
+	// not filled), so that audio[i] is at stream position start+skipped+i after them.
+	skipped int64
 	frames  []frameSpan
 	started bool
 
@@ -209,6 +255,26 @@ type utterance struct {
 	words []emitted
 
 	speechStart, speechEnd int64 // from the end of turn; -1 when unknown
+
+	// The turn's speech segments, which tell when to speculate: seg is the open
+	// segment ("" when none), segEnd the end of the last one that ended (-1: none yet).
+	seg    iu.ID
+	segEnd int64
+	// fin is the FinalOf decode of the utterance, running or done: started
+	// speculatively when the last segment ended, or at the end of turn.
+	fin *finalDecode
+	// eotAt is when the end of turn arrived (clock time), for the latency log.
+	eotAt time.Time
+}
+
+// finalDecode is a FinalOf decode of an utterance's audio from its start to end.
+type finalDecode struct {
+	seq         int // the job that runs it
+	end         int64
+	speculative bool // started before the end of turn
+	started     time.Time
+	done        bool
+	hyp         Hypothesis
 }
 
 // maxGap is the longest stretch of missing audio an utterance fills with silence.
@@ -234,14 +300,41 @@ func (u *utterance) take(a audioRef) {
 	if to <= from {
 		return
 	}
-	if gap := from - u.recv; gap > 0 && gap <= maxGap {
+	switch gap := from - u.recv; {
+	case gap > maxGap:
+		u.skipped += gap
+	case gap > 0:
 		// Missing audio (a dropped block, or history that does not reach back to the
 		// pre-roll) becomes silence, so that the engine's word times stay stream times.
-		u.buf = append(u.buf, make([]float32, gap)...)
+		u.audio = append(u.audio, make([]float32, gap)...)
 	}
-	u.buf = append(u.buf, a.samples[from-a.start:to-a.start]...)
+	u.audio = append(u.audio, a.samples[from-a.start:to-a.start]...)
 	u.frames = append(u.frames, frameSpan{id: a.id, start: a.start, end: a.end()})
 	u.recv = to
+}
+
+// index returns where stream position pos is in u.audio, within its bounds.
+func (u *utterance) index(pos int64) int {
+	return int(min(max(pos-u.start-u.skipped, 0), int64(len(u.audio))))
+}
+
+// span returns the audio from stream position from to to, for a worker.
+func (u *utterance) span(from, to int64) []float32 {
+	i, j := u.index(from), u.index(to)
+	return u.audio[i:j:j]
+}
+
+// cut drops the audio after stream position pos.
+func (u *utterance) cut(pos int64) {
+	if u.recv <= pos {
+		return
+	}
+	// Capped, so that an append after the cut copies instead of overwriting samples a
+	// worker may still read.
+	n := u.index(pos)
+	u.audio = u.audio[:n:n]
+	u.recv = pos
+	u.fed = min(u.fed, pos)
 }
 
 func (u *utterance) complete(inputDone bool) bool {
@@ -249,18 +342,24 @@ func (u *utterance) complete(inputDone bool) bool {
 }
 
 func (r *runner) update(ctx context.Context, up iu.Update) error {
-	if up.Type != iu.Add {
-		return nil // segment commits and frame commits carry nothing new for the ASR
-	}
 	switch pl := up.IU.Payload.(type) {
 	case audio.Frame:
-		return r.frame(up.IU.ID, pl)
+		if up.Type == iu.Add {
+			return r.frame(up.IU.ID, pl)
+		}
 	case vad.Segment:
-		r.onset(pl)
+		switch up.Type {
+		case iu.Add:
+			r.segmentStart(up.IU.ID, pl)
+		case iu.Commit:
+			r.segmentEnd(up.IU.ID, pl)
+		}
 	case vad.EndOfTurn:
-		r.endOfTurn(pl)
+		if up.Type == iu.Add {
+			r.endOfTurn(pl)
+		}
 	}
-	return nil
+	return nil // frame commits carry nothing new for the ASR
 }
 
 func (r *runner) frame(id iu.ID, f audio.Frame) error {
@@ -284,9 +383,13 @@ func (r *runner) frame(id iu.ID, f audio.Frame) error {
 func samplesOf(d time.Duration) int64 { return audio.DurationToSamples(d, audio.PipelineRate) }
 func durOf(n int64) time.Duration     { return audio.SamplesToDuration(n, audio.PipelineRate) }
 
-// onset starts an utterance at a segment's onset, unless the turn's utterance runs.
-func (r *runner) onset(seg vad.Segment) {
-	if r.cur != nil {
+// segmentStart starts an utterance at a segment's onset, or continues the turn's
+// utterance: then the user spoke again before the end of turn, and a speculative final
+// decode of the audio so far is of no use any more.
+func (r *runner) segmentStart(id iu.ID, seg vad.Segment) {
+	if u := r.cur; u != nil {
+		u.seg = id
+		r.dropFinal(u, "speech resumed")
 		return
 	}
 	start := max(samplesOf(seg.Start)-r.preRoll, 0)
@@ -296,15 +399,24 @@ func (r *runner) onset(seg vad.Segment) {
 	start = max(start, r.decodedTo)
 	r.nextID++
 	u := &utterance{
-		id: r.nextID, start: start, recv: start,
+		id: r.nextID, start: start, recv: start, fed: start,
 		agree:       NewLocalAgreement(r.m.cfg.Agreement),
 		speechStart: -1, speechEnd: -1,
+		seg: id, segEnd: -1,
 	}
 	for _, a := range r.recent {
 		u.take(a)
 	}
 	r.cur = u
 	r.queue = append(r.queue, u)
+}
+
+// segmentEnd notes where the turn's speech ended so far.
+func (r *runner) segmentEnd(id iu.ID, seg vad.Segment) {
+	if u := r.cur; u != nil && u.seg == id {
+		u.seg = ""
+		u.segEnd = samplesOf(seg.End)
+	}
 }
 
 // endOfTurn ends the turn's utterance; its final decode follows once its audio is in.
@@ -315,18 +427,50 @@ func (r *runner) endOfTurn(e vad.EndOfTurn) {
 	}
 	r.cur = nil
 	u.ended = true
+	u.eotAt = r.p.Now()
 	u.speechStart, u.speechEnd = samplesOf(e.SpeechStart), samplesOf(e.SpeechEnd)
-	fed := u.recv - int64(len(u.buf))
-	u.end = max(u.speechEnd+r.trailing, fed, u.start)
-	if u.recv > u.end {
-		u.buf = u.buf[:len(u.buf)-int(u.recv-u.end)]
-		u.recv = u.end
+	if r.finalOf != nil {
+		// Exactly Trailing after the speech: what the partial decodes were fed does not
+		// matter to FinalOf, so a speculation started at the end of the turn's last
+		// segment decodes the same audio as a final decode started now.
+		r.setEnd(u, max(u.speechEnd+r.trailing, u.start))
+	} else {
+		// Final decodes everything fed, so the audio fed for partial hypotheses is not
+		// taken back.
+		u.end = max(u.speechEnd+r.trailing, u.fed, u.start)
+		u.cut(u.end)
 	}
 	r.decodedTo = u.end
-	if r.inFlight && r.queue[0] == u {
+	if j := r.running; j != nil && j.u == u && j.kind == jobPartial {
 		// A partial of this utterance is running: the final decode matters more.
 		r.cancel()
 	}
+}
+
+// setEnd fixes the end of the audio an utterance's FinalOf decode covers. A decode of
+// different audio (a speculation the end of turn did not confirm) is dropped.
+func (r *runner) setEnd(u *utterance, end int64) {
+	u.end = end
+	u.cut(end)
+	if u.fin != nil && u.fin.end != end {
+		r.dropFinal(u, "the end of turn moved the end of the audio")
+	}
+}
+
+// dropFinal abandons the utterance's FinalOf decode: its job is cancelled if it still
+// runs, and its result will be ignored.
+func (r *runner) dropFinal(u *utterance, why string) {
+	f := u.fin
+	if f == nil {
+		return
+	}
+	u.fin = nil
+	running := r.running != nil && r.running.seq == f.seq
+	if running {
+		r.cancel()
+	}
+	r.log.Debug("speculative final dropped", zap.Int("utterance", u.id), zap.String("why", why),
+		zap.Bool("running", running), zap.Duration("audio_end", durOf(f.end)))
 }
 
 func (r *runner) endInput() {
@@ -334,71 +478,177 @@ func (r *runner) endInput() {
 	if u := r.cur; u != nil {
 		r.cur = nil
 		u.ended = true
-		u.end = u.recv
+		u.eotAt = r.p.Now()
+		if r.finalOf != nil {
+			r.setEnd(u, u.recv)
+		} else {
+			u.end = u.recv
+		}
 		r.decodedTo = u.end
 	}
 }
 
+// jobKind says what a job asks of the engine.
+type jobKind uint8
+
+const (
+	// jobPartial feeds new audio to the streaming pass and asks for a hypothesis.
+	jobPartial jobKind = iota + 1
+	// jobFinal feeds the rest of the audio and ends the utterance with Final (engines
+	// that are no FinalDecoder).
+	jobFinal
+	// jobFinalOf decodes the utterance's audio up to a given end with FinalOf.
+	jobFinalOf
+)
+
 // job is one round of engine calls for the utterance at the head of the queue.
 type job struct {
+	seq   int
+	kind  jobKind
 	u     *utterance
-	start bool
-	feed  []float32
-	final bool
+	start bool      // call Start first (jobPartial, jobFinal)
+	feed  []float32 // to Feed (jobPartial, jobFinal) or to decode (jobFinalOf)
+	from  int64     // the stream position of feed[0] (jobPartial)
 }
 
 type jobResult struct {
 	job
-	hyp Hypothesis
-	err error
+	hyp     Hypothesis
+	started bool // Start was called and succeeded
+	fed     int  // how much of feed was fed
+	err     error
+}
+
+// feedPiece is how much audio a partial job feeds at once: between pieces it sees that
+// it was cancelled, so that a final decode waits at most for one piece. (pocketsphinx
+// does not interrupt a Feed.)
+const feedPiece = audio.PipelineRate / 10
+
+// advance commits the utterances whose final hypothesis is ready and starts the next
+// engine job.
+func (r *runner) advance(ctx context.Context) error {
+	for len(r.queue) > 0 {
+		u := r.queue[0]
+		if !u.ended || u.fin == nil || !u.fin.done {
+			break
+		}
+		if err := r.commit(ctx, u, u.fin); err != nil {
+			return err
+		}
+	}
+	r.schedule(ctx)
+	return nil
+}
+
+// speculation returns the end of the audio a speculative final decode of u would cover
+// now, and whether one is due: the turn's last segment has ended, Trailing audio after
+// it has arrived and no final decode of u is running or done.
+func (r *runner) speculation(u *utterance) (end int64, due bool) {
+	if !r.speculate || u != r.cur || u.seg != "" || u.segEnd < 0 || u.fin != nil {
+		return 0, false
+	}
+	end = max(u.segEnd+r.trailing, u.start)
+	return end, u.recv >= end
 }
 
 // schedule starts the next engine job when none runs and one is due.
 func (r *runner) schedule(ctx context.Context) {
-	if r.inFlight || len(r.queue) == 0 {
+	if len(r.queue) == 0 {
 		return
 	}
 	u := r.queue[0]
-	j := job{u: u, start: !u.started}
-	switch {
+	if j := r.running; j != nil {
+		if _, due := r.speculation(u); due && j.u == u && j.kind == jobPartial {
+			// The speculation is what the end of the turn will wait for; the partial
+			// in its way is only about the silence after the speech.
+			r.cancel()
+		}
+		return
+	}
+	j := job{seq: r.jobs + 1, u: u}
+	if u.complete(r.inputDone) {
+		if u.recv < u.end {
+			// The input ended before all the audio came.
+			if r.finalOf != nil {
+				r.setEnd(u, u.recv)
+			} else {
+				u.end = u.recv
+			}
+		}
+	}
+	switch specEnd, specDue := r.speculation(u); {
+	case u.complete(r.inputDone) && r.finalOf == nil:
+		j.kind, j.start, j.feed = jobFinal, !u.started, u.span(u.fed, u.recv)
+		u.fed, u.started = u.recv, true
 	case u.complete(r.inputDone):
-		j.final = true
-	case int64(len(u.buf)) >= r.hop:
+		if u.fin != nil {
+			return // done, and committed by advance
+		}
+		j.kind, j.feed = jobFinalOf, u.span(u.start, u.end)
+		u.fin = &finalDecode{seq: j.seq, end: u.end, started: r.p.Now()}
+	case specDue:
+		j.kind, j.feed = jobFinalOf, u.span(u.start, specEnd)
+		u.fin = &finalDecode{seq: j.seq, end: specEnd, speculative: true, started: r.p.Now()}
+		r.log.Debug("speculative final started", zap.Int("utterance", u.id), zap.Duration("audio_end", durOf(specEnd)))
+	case u.fin != nil, u.ended && r.finalOf != nil:
+		// Nothing new to hear until speech resumes (which drops the speculation), and
+		// nothing to feed after the end of turn when the final decode is FinalOf.
+		return
+	case u.recv-u.fed >= r.hop:
+		j.kind, j.start, j.feed, j.from = jobPartial, !u.started, u.span(u.fed, u.recv), u.fed
+		u.fed, u.started = u.recv, true
 	default:
 		return
 	}
-	j.feed, u.buf = u.buf, nil
-	u.started = true
+	r.jobs = j.seq
 	jctx, cancel := context.WithCancel(ctx)
-	r.inFlight, r.cancel = true, cancel
-	eng := r.m.engine
+	r.running, r.cancel = &j, cancel
+	eng, fd := r.m.engine, r.finalOf
 	r.p.Go(func() {
-		res := jobResult{job: j}
-		res.err = runJob(jctx, eng, j, &res.hyp)
+		res := runJob(jctx, eng, fd, j)
 		// The module may have stopped waiting; then nobody needs the result.
 		_ = r.p.Post(ctx, res)
 	})
 }
 
 // runJob runs on the worker, which owns the engine until it posts the result.
-func runJob(ctx context.Context, eng Engine, j job, hyp *Hypothesis) error {
+func runJob(ctx context.Context, eng Engine, fd FinalDecoder, j job) (res jobResult) {
+	res.job = j
+	if j.kind == jobFinalOf {
+		if res.hyp, res.err = fd.FinalOf(ctx, j.feed); res.err != nil {
+			res.err = fmt.Errorf("final decode: %w", res.err)
+		}
+		return res
+	}
 	if j.start {
-		if err := eng.Start(ctx); err != nil {
-			return fmt.Errorf("start: %w", err)
+		if res.err = eng.Start(ctx); res.err != nil {
+			res.err = fmt.Errorf("start: %w", res.err)
+			return res
 		}
+		res.started = true
 	}
-	if len(j.feed) > 0 {
-		if err := eng.Feed(ctx, j.feed); err != nil {
-			return fmt.Errorf("feed: %w", err)
+	if j.kind == jobFinal {
+		if res.err = eng.Feed(ctx, j.feed); res.err != nil {
+			res.err = fmt.Errorf("feed: %w", res.err)
+			return res
 		}
+		res.fed = len(j.feed)
+		res.hyp, res.err = eng.Final(ctx)
+		return res
 	}
-	var err error
-	if j.final {
-		*hyp, err = eng.Final(ctx)
-	} else {
-		*hyp, err = eng.Partial(ctx)
+	for res.fed < len(j.feed) {
+		if res.err = ctx.Err(); res.err != nil {
+			return res
+		}
+		piece := j.feed[res.fed:min(res.fed+feedPiece, len(j.feed))]
+		if res.err = eng.Feed(ctx, piece); res.err != nil {
+			res.err = fmt.Errorf("feed: %w", res.err)
+			return res
+		}
+		res.fed += len(piece)
 	}
-	return err
+	res.hyp, res.err = eng.Partial(ctx)
+	return res
 }
 
 func (r *runner) cancelJob() {
@@ -408,34 +658,72 @@ func (r *runner) cancelJob() {
 }
 
 func (r *runner) result(ctx context.Context, res jobResult) error {
-	r.inFlight = false
+	r.running = nil
 	r.cancel()
 	u := res.u
+	switch res.kind {
+	case jobFinalOf:
+		f := u.fin
+		if f == nil || f.seq != res.seq {
+			// A speculation dropped meanwhile: nobody needs its result.
+			if res.err != nil && !errors.Is(res.err, context.Canceled) {
+				r.log.Warn("dropped speculative final failed", zap.Int("utterance", u.id), zap.Error(res.err))
+			}
+			return nil
+		}
+		if res.err != nil {
+			return fmt.Errorf("asr: utterance %d: %w", u.id, res.err)
+		}
+		f.done, f.hyp = true, res.hyp
+		if f.speculative {
+			r.log.Debug("speculative final done", zap.Int("utterance", u.id), zap.Bool("turn_ended", u.ended),
+				zap.Duration("took", r.p.Now().Sub(f.started)))
+		}
+		return nil // advance commits it once the end of turn confirmed it
+	case jobFinal:
+		if res.err != nil {
+			return fmt.Errorf("asr: utterance %d: %w", u.id, res.err)
+		}
+		return r.commit(ctx, u, &finalDecode{done: true, hyp: res.hyp, started: u.eotAt})
+	}
+	if res.start && !res.started {
+		u.started = false
+	}
+	if res.fed < len(res.feed) {
+		// Cancelled between pieces: the rest goes with the next job.
+		u.fed = min(res.from+int64(res.fed), u.recv)
+	}
 	if res.err != nil {
-		if !res.final && errors.Is(res.err, context.Canceled) && ctx.Err() == nil {
-			return nil // a partial made obsolete by the end of turn
+		if errors.Is(res.err, context.Canceled) && ctx.Err() == nil {
+			return nil // a partial made obsolete by the end of turn or a speculation
 		}
 		return fmt.Errorf("asr: utterance %d: %w", u.id, res.err)
 	}
-	if !res.final {
-		stable, rest, restStab := u.agree.Update(res.hyp.Words)
-		target := make([]Word, 0, len(stable)+len(rest))
-		for _, w := range stable {
-			target = append(target, r.word(u, w, 1))
-		}
-		if r.m.cfg.EmitUnstable {
-			for i, w := range rest {
-				target = append(target, r.word(u, w, restStab[i]))
-			}
-		}
-		return r.reconcile(ctx, u, target, false)
+	stable, rest, restStab := u.agree.Update(res.hyp.Words)
+	target := make([]Word, 0, len(stable)+len(rest))
+	for _, w := range stable {
+		target = append(target, r.word(u, w, 1))
 	}
-	target := make([]Word, len(res.hyp.Words))
-	for i, w := range res.hyp.Words {
-		target[i] = r.word(u, w, 1)
+	if r.m.cfg.EmitUnstable {
+		for i, w := range rest {
+			target = append(target, r.word(u, w, restStab[i]))
+		}
 	}
+	return r.reconcile(ctx, u, target, false)
+}
+
+// commit sends the final words and the Utterance of u, the head of the queue.
+func (r *runner) commit(ctx context.Context, u *utterance, f *finalDecode) error {
 	r.queue[0] = nil
 	r.queue = r.queue[1:]
+	now := r.p.Now()
+	r.log.Debug("utterance committed", zap.Int("utterance", u.id), zap.Bool("speculative", f.speculative),
+		zap.Duration("end_of_turn_to_commit", now.Sub(u.eotAt)),
+		zap.Duration("decode_started_before_end_of_turn", u.eotAt.Sub(f.started)))
+	target := make([]Word, len(f.hyp.Words))
+	for i, w := range f.hyp.Words {
+		target[i] = r.word(u, w, 1)
+	}
 	return r.reconcile(ctx, u, target, true)
 }
 

@@ -14,14 +14,17 @@ import (
 	"github.com/parley-voice/parley/clock"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/vad"
+	"go.uber.org/zap"
 )
 
 var virtualStart = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// received is an update as a consumer saw it, with the network clock's offset.
+// received is an update as a consumer saw it, with the network clock's reading and its
+// offset from the consumer's start.
 type received struct {
-	at time.Duration
-	up iu.Update
+	at   time.Duration
+	when time.Time
+	up   iu.Update
 }
 
 // collector records everything it receives; the slice is read after the network ran.
@@ -35,8 +38,9 @@ func collector(name string, out *[]received) iu.Module {
 			}
 			switch ev.Kind {
 			case iu.EventMessage:
+				now := p.Now()
 				for _, up := range ev.Message.Updates {
-					*out = append(*out, received{at: p.Now().Sub(start), up: up})
+					*out = append(*out, received{at: now.Sub(start), when: now, up: up})
 				}
 			case iu.EventInputDone:
 				return nil
@@ -132,8 +136,12 @@ func contract(t *testing.T, got []received) []Utterance {
 type scripted struct {
 	partials []string // returned by successive Partial calls; the last repeats
 	final    string
-	failAt   string // "partial" or "final": return an error there
-	block    bool   // Partial waits for its context to be cancelled
+	failAt   string        // "partial" or "final": return an error there
+	block    bool          // Partial waits for its context to be cancelled
+	blocked  chan struct{} // closed when a blocking Partial has begun (with block)
+	// feedBlocked, when set, makes the first Feed wait for its context to be cancelled
+	// (after taking the samples); it is closed when that Feed has begun.
+	feedBlocked chan struct{}
 
 	mu       sync.Mutex // the test reads the log while workers may still write it
 	log      []string
@@ -170,6 +178,15 @@ func (e *scripted) Start(ctx context.Context) error {
 
 func (e *scripted) Feed(ctx context.Context, s []float32) error {
 	e.fed += len(s)
+	e.mu.Lock()
+	gate := e.feedBlocked
+	e.feedBlocked = nil
+	e.mu.Unlock()
+	if gate != nil {
+		close(gate)
+		<-ctx.Done()
+		e.record("feed cancelled")
+	}
 	return nil
 }
 
@@ -179,6 +196,12 @@ func (e *scripted) Partial(ctx context.Context) (Hypothesis, error) {
 		return Hypothesis{}, errors.New("engine broke")
 	}
 	if e.block {
+		e.mu.Lock()
+		if e.blocked != nil {
+			close(e.blocked)
+			e.blocked = nil
+		}
+		e.mu.Unlock()
 		<-ctx.Done()
 		e.record("partial cancelled")
 		return Hypothesis{}, ctx.Err()
@@ -199,37 +222,84 @@ func (e *scripted) Final(ctx context.Context) (Hypothesis, error) {
 	return e.words(e.final), nil
 }
 
-// step is one action of a driver: send frames of silence, a segment onset, or an end of
-// turn.
+// step is one action of a driver: send frames of silence, a segment onset, a segment
+// end, or an end of turn.
 type step struct {
 	frames int
 	onset  bool
+	// end commits the open segment, which ended segLag ago (the VAD reports an end once
+	// its merge gap has passed).
+	end bool
+	// eot ends the turn. A segment still open is committed with it, ended 500 ms ago;
+	// the end of turn's speech ends where the last segment ended, or at eotEnd when it
+	// is not zero (an end-of-turn policy that disagrees with the segments).
 	eot    bool
+	eotEnd time.Duration
+	// wait blocks the driver until the channel is closed (real clock only).
+	wait <-chan struct{}
 }
 
-const frameLen = 320 // 20 ms
+const (
+	frameLen = 320 // 20 ms
+	segLag   = 200 * time.Millisecond
+)
 
 // driver plays a script of audio frames and VAD IUs, one frame per 20 ms of the
 // network clock when pace is set, as fast as possible otherwise.
-func driver(steps []step, pace bool) iu.Module {
+func driver(steps []step, pace bool) iu.Module { return markingDriver(steps, pace, nil) }
+
+// markingDriver is driver that calls mark("eot") right before it sends an end of turn,
+// so that tests can place it among the engine's calls.
+func markingDriver(steps []step, pace bool, mark func(string)) iu.Module {
 	return iu.ModuleFunc{ModuleName: "driver", Fn: func(ctx context.Context, p *iu.Ports) error {
 		start := p.Now()
-		var pos, segStart int64
+		var pos, turnStart int64 = 0, -1
 		var seg iu.IU
+		var segOpen bool
+		var speechEnd time.Duration
 		for _, s := range steps {
+			if s.wait != nil {
+				select {
+				case <-s.wait:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
 			switch {
 			case s.onset:
-				segStart = pos
+				if turnStart < 0 {
+					turnStart = pos
+				}
 				seg = p.NewIU(vad.Segment{Start: durOf(pos)})
+				segOpen = true
 				if err := p.Send(ctx, iu.AddOf(seg)); err != nil {
 					return err
 				}
-			case s.eot:
+			case s.end:
 				pl := seg.Payload.(vad.Segment)
-				pl.End = durOf(pos - 8000) // the speech ended 500 ms ago
-				seg.Payload = pl
-				e := p.NewIU(vad.EndOfTurn{SpeechStart: durOf(segStart), SpeechEnd: pl.End, Silence: 500 * time.Millisecond})
-				if err := p.Send(ctx, iu.CommitOf(seg), iu.AddOf(e), iu.CommitOf(e)); err != nil {
+				pl.End = durOf(pos) - segLag
+				seg.Payload, segOpen, speechEnd = pl, false, pl.End
+				if err := p.Send(ctx, iu.CommitOf(seg)); err != nil {
+					return err
+				}
+			case s.eot:
+				var ups []iu.Update
+				if segOpen {
+					pl := seg.Payload.(vad.Segment)
+					pl.End = durOf(pos - 8000) // the speech ended 500 ms ago
+					seg.Payload, segOpen, speechEnd = pl, false, pl.End
+					ups = append(ups, iu.CommitOf(seg))
+				}
+				end := speechEnd
+				if s.eotEnd != 0 {
+					end = s.eotEnd
+				}
+				e := p.NewIU(vad.EndOfTurn{SpeechStart: durOf(turnStart), SpeechEnd: end, Silence: durOf(pos) - end})
+				turnStart = -1
+				if mark != nil {
+					mark("eot")
+				}
+				if err := p.Send(ctx, append(ups, iu.AddOf(e), iu.CommitOf(e))...); err != nil {
 					return err
 				}
 			}
@@ -261,7 +331,17 @@ func driver(steps []step, pace bool) iu.Module {
 // sent and the network's error.
 func runScripted(t *testing.T, cfg Config, e Engine, steps []step, virtual bool) ([]received, error) {
 	t.Helper()
+	return runDriver(t, cfg, e, driver(steps, virtual), virtual, nil)
+}
+
+// runDriver runs driver d into an ASR module with engine e, logging to log when it is
+// not nil, and returns what the ASR sent and the network's error.
+func runDriver(t *testing.T, cfg Config, e Engine, d iu.Module, virtual bool, log *zap.Logger) ([]received, error) {
+	t.Helper()
 	var opts []iu.Option
+	if log != nil {
+		opts = append(opts, iu.WithLogger(log))
+	}
 	if virtual {
 		clk := clock.NewVirtual(virtualStart)
 		defer clk.Close()
@@ -273,7 +353,6 @@ func runScripted(t *testing.T, cfg Config, e Engine, steps []step, virtual bool)
 		t.Fatal(err)
 	}
 	var got []received
-	d := driver(steps, virtual)
 	if err := net.Add(d, m, collector("sink", &got)); err != nil {
 		t.Fatal(err)
 	}
@@ -448,8 +527,11 @@ func TestModuleTwoTurns(t *testing.T) {
 // decode never finishes by itself: the end of turn must cancel it and run the final
 // decode, and audio keeps flowing in meanwhile.
 func TestModuleEndOfTurnCancelsPartial(t *testing.T) {
-	e := &scripted{block: true, final: "done"}
-	got, err := runScripted(t, scriptedConfig(), e, []step{{frames: 5}, {onset: true}, {frames: 40}, {eot: true}, {frames: 5}}, false)
+	blocked := make(chan struct{})
+	e := &scripted{block: true, blocked: blocked, final: "done"}
+	// The end of turn comes once the partial decode blocks (partial jobs see a
+	// cancellation between the pieces they feed, too, and then never call Partial).
+	got, err := runScripted(t, scriptedConfig(), e, []step{{frames: 5}, {onset: true}, {frames: 40}, {wait: blocked, eot: true}, {frames: 5}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,6 +542,28 @@ func TestModuleEndOfTurnCancelsPartial(t *testing.T) {
 	calls := e.calls()
 	if !slices.Contains(calls, "partial cancelled") || !strings.HasPrefix(calls[len(calls)-1], "final") {
 		t.Fatalf("engine calls %q", calls)
+	}
+}
+
+// TestModuleEndOfTurnCancelsFeed: a partial job cancelled between the pieces it feeds
+// leaves the rest of its audio to the final decode, which still sees all the audio.
+func TestModuleEndOfTurnCancelsFeed(t *testing.T) {
+	blocked := make(chan struct{})
+	e := &scripted{partials: []string{"x"}, final: "done", feedBlocked: blocked}
+	cfg := scriptedConfig()
+	cfg.Hop = 300 * time.Millisecond // three pieces per partial job
+	got, err := runScripted(t, cfg, e, []step{{frames: 5}, {onset: true}, {frames: 40}, {wait: blocked, eot: true}, {frames: 5}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	utts := contract(t, got)
+	if len(utts) != 1 || utts[0].Text != "done" {
+		t.Fatalf("utterances %+v", utts)
+	}
+	fed := audio.DurationToSamples(utts[0].AudioEnd-utts[0].AudioStart, audio.PipelineRate)
+	calls := e.calls()
+	if !slices.Contains(calls, "feed cancelled") || calls[len(calls)-1] != fmt.Sprintf("final %d", fed) {
+		t.Fatalf("engine calls %q; the final decode should have seen %d samples", calls, fed)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/vad"
+	"go.uber.org/zap"
 )
 
 const tail = time.Second // silence after each recording, so the last turn ends by silence
@@ -52,9 +53,32 @@ func whisperConfig(t testing.TB) WhisperConfig {
 // returns what the ASR sent.
 func pipeline(t *testing.T, path string, cfg Config, e Engine) []received {
 	t.Helper()
-	clk := clock.NewVirtual(virtualStart)
-	defer clk.Close()
-	net := iu.NewNetwork(iu.WithClock(clk))
+	return runPipeline(t, path, cfg, e, pipelineOptions{}).asr
+}
+
+type pipelineOptions struct {
+	realClock bool        // play the recording in real time instead of on a virtual clock
+	log       *zap.Logger // the network's logger (none when nil)
+}
+
+// pipelineRun is what the consumers of a pipeline saw.
+type pipelineRun struct {
+	asr, vad []received
+}
+
+// runPipeline runs source → vad → asr and returns what the ASR and the VAD sent.
+func runPipeline(t testing.TB, path string, cfg Config, e Engine, o pipelineOptions) pipelineRun {
+	t.Helper()
+	var opts []iu.Option
+	if !o.realClock {
+		clk := clock.NewVirtual(virtualStart)
+		defer clk.Close()
+		opts = append(opts, iu.WithClock(clk))
+	}
+	if o.log != nil {
+		opts = append(opts, iu.WithLogger(o.log))
+	}
+	net := iu.NewNetwork(opts...)
 	src, err := source.NewFile("source", path, source.Config{TailSilence: tail})
 	if err != nil {
 		t.Fatal(err)
@@ -68,11 +92,11 @@ func pipeline(t *testing.T, path string, cfg Config, e Engine) []received {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []received
-	if err := net.Add(src, v, m, collector("sink", &got)); err != nil {
+	var run pipelineRun
+	if err := net.Add(src, v, m, collector("sink", &run.asr), collector("vad-sink", &run.vad)); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range [][2]string{{"source", "vad"}, {"source", "asr"}, {"vad", "asr"}, {"asr", "sink"}} {
+	for _, c := range [][2]string{{"source", "vad"}, {"source", "asr"}, {"vad", "asr"}, {"asr", "sink"}, {"vad", "vad-sink"}} {
 		if err := net.ConnectNames(c[0], c[1]); err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +106,7 @@ func pipeline(t *testing.T, path string, cfg Config, e Engine) []received {
 	if err := net.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return got
+	return run
 }
 
 // streamAudio returns the audio a source plays for path: 16 kHz mono plus the tail.
