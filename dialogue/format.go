@@ -316,6 +316,12 @@ func LoadFormat(nameOrPath string) (Format, error) {
 
 // LoadFormatFile loads a prompt format from a JSON file.
 func LoadFormatFile(file string) (Format, error) {
+	// A device or a FIFO named by a broken config would block the read (or never end).
+	if st, err := os.Stat(file); err != nil {
+		return Format{}, fmt.Errorf("dialogue: prompt format: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return Format{}, fmt.Errorf("dialogue: prompt format %s: not a regular file", file)
+	}
 	fh, err := os.Open(file)
 	if err != nil {
 		return Format{}, fmt.Errorf("dialogue: prompt format: %w", err)

@@ -317,3 +317,11 @@ func FuzzParseFormat(f *testing.F) {
 		}
 	})
 }
+
+func TestLoadFormatFileRefusesDevices(t *testing.T) {
+	for _, path := range []string{"/dev/stdin", "/dev/zero", t.TempDir()} {
+		if _, err := LoadFormatFile(path); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("LoadFormatFile(%s) = %v, want a 'not a regular file' error", path, err)
+		}
+	}
+}

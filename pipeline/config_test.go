@@ -1,0 +1,139 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/config"
+)
+
+func testBase(t testing.TB) Config {
+	return Default(config.Paths{Models: "/models", Sessions: "/sessions"})
+}
+
+func TestParseConfig(t *testing.T) {
+	t.Setenv("PARLEY_TEST_MODELS", "/opt/models")
+	tests := []struct {
+		name    string
+		yaml    string
+		check   func(t *testing.T, c Config)
+		wantErr string
+	}{
+		{name: "empty keeps the defaults", yaml: "", check: func(t *testing.T, c Config) {
+			if c.LLM.Engine != "llama" || c.Dialogue.PromptFormat != "chatml" || !c.LLM.StreamClauses {
+				t.Errorf("defaults lost: %+v", c.LLM)
+			}
+		}},
+		{name: "durations and nested keys", yaml: "vad:\n  end_of_turn: 500ms\nturn_taking:\n  barge_in:\n    min_duration: 300ms\n    backchannels: [yeah]\n", check: func(t *testing.T, c Config) {
+			if c.VAD.EndOfTurn != 500*time.Millisecond || c.TurnTaking.BargeIn.MinDuration != 300*time.Millisecond {
+				t.Errorf("got %v and %v", c.VAD.EndOfTurn, c.TurnTaking.BargeIn.MinDuration)
+			}
+			if got := c.TurnTaking.BargeIn.Backchannels; len(got) != 1 || got[0] != "yeah" {
+				t.Errorf("backchannels %v replace the defaults", got)
+			}
+			if c.TurnTaking.BargeIn.Grace == 0 {
+				t.Error("unset keys of a set section keep their defaults")
+			}
+		}},
+		{name: "variables and relative paths", yaml: "llm:\n  model: ${PARLEY_TEST_MODELS}/m.gguf\nvad:\n  model: silero.bin\n", check: func(t *testing.T, c Config) {
+			if c.LLM.Model != "/opt/models/m.gguf" {
+				t.Errorf("llm.model %q", c.LLM.Model)
+			}
+			if c.VAD.Model != "/etc/parley/silero.bin" {
+				t.Errorf("vad.model %q: relative to the config's folder", c.VAD.Model)
+			}
+		}},
+		{name: "http engine", yaml: "llm:\n  engine: http\n  url: http://127.0.0.1:8080\n", check: func(t *testing.T, c Config) {
+			if c.LLM.Engine != "http" {
+				t.Error(c.LLM.Engine)
+			}
+		}},
+		{name: "unknown key", yaml: "llm:\n  modle: x.gguf\n", wantErr: "line 2: field modle not found"},
+		{name: "wrong type", yaml: "vad:\n  threshold: loud\n", wantErr: "line 2"},
+		{name: "unset variable", yaml: "llm:\n  model: ${PARLEY_NO_SUCH_VARIABLE}/m.gguf\n", wantErr: "unset variable"},
+		{name: "unknown engine", yaml: "asr:\n  engine: kaldi\n", wantErr: "asr: engine \"kaldi\""},
+		{name: "http without url", yaml: "llm:\n  engine: http\n", wantErr: "needs a url"},
+		{name: "unknown prompt format", yaml: "dialogue:\n  prompt_format: nosuchformat\n", wantErr: "dialogue"},
+		{name: "window without size", yaml: "dialogue:\n  memory:\n    strategy: window\n", wantErr: "window ≥ 1"},
+		{name: "bad memory", yaml: "dialogue:\n  memory:\n    strategy: forget-everything\n", wantErr: "strategy \"forget-everything\""},
+		{name: "negative durations", yaml: "turn_taking:\n  barge_in:\n    min_duration: -1s\n", wantErr: "must not be negative"},
+		{name: "fraction out of range", yaml: "dialogue:\n  min_word_fraction: 2\n", wantErr: "min_word_fraction"},
+		{name: "several errors at once", yaml: "asr:\n  engine: x\nllm:\n  engine: y\n", wantErr: "llm: engine \"y\""},
+		{name: "not YAML", yaml: "{{{", wantErr: "invalid configuration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.yaml), "/etc/parley", testBase(t))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrInvalidConfig) {
+					t.Fatalf("error %v, want ErrInvalidConfig mentioning %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestShippedConfigsLoad(t *testing.T) {
+	t.Setenv("PARLEY_SHARED", "/shared")
+	root := filepath.Join("..", "configs")
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) != ".yaml" {
+			continue
+		}
+		if _, err := Load(filepath.Join(root, e.Name()), testBase(t)); err != nil {
+			t.Errorf("%s: %v", e.Name(), err)
+		}
+	}
+}
+
+func TestTurnBased(t *testing.T) {
+	c := TurnBased(testBase(t))
+	if c.LLM.StreamClauses || c.ASR.Speculative || c.ASR.Hop < time.Hour {
+		t.Errorf("turn-based config still incremental: %+v %+v", c.LLM, c.ASR)
+	}
+	if err := c.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	for _, seed := range []string{
+		"", "llm:\n  engine: http\n  url: http://x\n", "vad:\n  end_of_turn: 500ms\n",
+		"dialogue:\n  memory:\n    strategy: window\n    window: 3\n", "asr: [1, 2]\n", "audio: {input: 'USB', frame: 10ms}\n",
+		"turn_taking:\n  barge_in:\n    backchannels: [yeah, okay]\n", "llm:\n  model: ${HOME}/x\n", "&a [*a]", "- - - -",
+	} {
+		f.Add(seed)
+	}
+	base := testBase(f)
+	f.Fuzz(func(t *testing.T, data string) {
+		// A parser of outside input must never hang; report the input if it does.
+		watchdog := time.AfterFunc(5*time.Second, func() { panic(fmt.Sprintf("Parse hangs on %q", data)) })
+		defer watchdog.Stop()
+		c, err := Parse([]byte(data), "/etc/parley", base)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)
+			}
+			return
+		}
+		// Whatever parses must validate: Parse never hands out a config that Build rejects
+		// for its values.
+		if err := c.Validate(); err != nil {
+			t.Fatalf("Parse accepted a config that does not validate: %v", err)
+		}
+	})
+}
