@@ -415,7 +415,7 @@ func (s *script) Generate(ctx context.Context, req Request, emit func(string) er
 
 func (s *script) Close() error { return nil }
 
-type upper struct{ held string }
+type upper struct{}
 
 // Push upper-cases and drops asterisks, holding back nothing; Flush adds a marker so
 // the test sees it called.

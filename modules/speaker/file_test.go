@@ -24,12 +24,11 @@ type testAudio struct {
 	turn int
 }
 
-func (a testAudio) Kind() string         { return "speech" }
-func (a testAudio) Summary() string      { return a.name }
-func (a testAudio) PCM() audio.Frame     { return a.f }
-func (a testAudio) AgentTurn() int       { return a.turn }
-func (a testAudio) String() string       { return a.name }
-func (a testAudio) sample(i int) float32 { return a.f.Samples[i] }
+func (a testAudio) Kind() string     { return "speech" }
+func (a testAudio) Summary() string  { return a.name }
+func (a testAudio) PCM() audio.Frame { return a.f }
+func (a testAudio) AgentTurn() int   { return a.turn }
+func (a testAudio) String() string   { return a.name }
 
 // signal returns n samples at rate whose values are unique to (id, index), so that a
 // sample found in the output says exactly which item and sample it came from.
@@ -43,9 +42,8 @@ func signal(id, n, rate int) audio.Frame {
 
 // event is something the test's producer does at a time on the virtual clock.
 type event struct {
-	at   time.Duration
-	do   func(p *iu.Ports, ius map[string]iu.IU) []iu.Update
-	desc string
+	at time.Duration
+	do func(p *iu.Ports, ius map[string]iu.IU) []iu.Update
 }
 
 func add(a testAudio, commit bool) func(*iu.Ports, map[string]iu.IU) []iu.Update {
