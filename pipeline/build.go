@@ -95,6 +95,9 @@ func (e *Engines) Close() error {
 
 // LoadEngines loads the LLM (and what the memory needs) described by cfg.
 func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
 	e := &Engines{}
 	switch cfg.LLM.Engine {
 	case "llama":
@@ -116,6 +119,8 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 		if e.Context == 0 {
 			e.Context = min(model.ContextTrainSize(), llm.DefaultMaxContext)
 		}
+		log.Info("LLM loaded", zap.String("model", cfg.LLM.Model), zap.String("description", model.Description()),
+			zap.Int("context", e.Context), zap.Int("threads", cfg.LLM.Threads))
 		if needsSummarizer(cfg) {
 			// Summaries run beside replies, so they get their own context on the same weights.
 			sum, err := llm.NewLlamaEngine(model, llm.LlamaConfig{Context: cp})
@@ -135,6 +140,7 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 		e.LLM = eng
 		e.Tokenizer = eng.Tokenizer()
 		e.Context = cfg.LLM.Context
+		log.Info("LLM server", zap.Stringer("engine", eng))
 		if needsSummarizer(cfg) {
 			e.Summarizer = summarizer(eng, cfg)
 		}
@@ -211,11 +217,24 @@ func SessionPath(cfg Config) (string, error) {
 	if cfg.Session.Dir == "" {
 		return "", nil
 	}
-	name := cfg.Session.Name
-	if name == "" {
-		name = time.Now().Format("2006-01-02T15-04-05")
+	if cfg.Session.Name != "" {
+		return dialogue.SessionPath(cfg.Session.Dir, cfg.Session.Name)
 	}
-	return dialogue.SessionPath(cfg.Session.Dir, name)
+	// A new session must not land in an earlier one's folder (two runs in one second).
+	stamp := time.Now().Format("2006-01-02T15-04-05")
+	for i := 1; ; i++ {
+		name := stamp
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", stamp, i)
+		}
+		p, err := dialogue.SessionPath(cfg.Session.Dir, name)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Lstat(p); os.IsNotExist(err) {
+			return p, nil
+		}
+	}
 }
 
 // Build assembles the agent network around eng (which the caller closes).

@@ -137,3 +137,26 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestSessionPathIsNewForEachRun(t *testing.T) {
+	cfg := testBase(t)
+	cfg.Session.Dir = t.TempDir()
+	seen := map[string]bool{}
+	for range 3 {
+		p, err := SessionPath(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[p] {
+			t.Fatalf("%s handed out twice", p)
+		}
+		seen[p] = true
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.Session.Name = "mine"
+	if p, err := SessionPath(cfg); err != nil || filepath.Base(p) != "mine" {
+		t.Errorf("a named session: %q, %v", p, err)
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/clock"
-	"github.com/parley-voice/parley/dialogue"
-	"github.com/parley-voice/parley/dialogue/manager"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/modules/console"
@@ -32,11 +30,8 @@ type LiveOptions struct {
 
 // LiveResult is what a live session left.
 type LiveResult struct {
-	Transcript []manager.Entry
-	Metrics    []metrics.Turn
-	History    *dialogue.History
-	SessionDir string
-	Duration   time.Duration
+	Outcome
+	Duration time.Duration
 }
 
 // Live runs the agent on the microphone and the speakers until ctx is cancelled (then
@@ -65,8 +60,8 @@ func Live(ctx context.Context, cfg Config, eng *Engines, opts LiveOptions) (*Liv
 	if err := agent.Run(ctx); err != nil {
 		return nil, err
 	}
-	res := &LiveResult{Transcript: agent.Manager.Transcript(), Metrics: agent.Manager.Metrics(), SessionDir: agent.SessionDir, Duration: time.Since(began)}
-	if res.History, err = agent.Store.Snapshot(context.Background()); err != nil {
+	res := &LiveResult{Duration: time.Since(began)}
+	if res.Outcome, err = agent.outcome(context.WithoutCancel(ctx)); err != nil {
 		return nil, err
 	}
 	return res, nil

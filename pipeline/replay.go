@@ -44,14 +44,26 @@ type ReplayOptions struct {
 	Observers []iu.Observer
 }
 
-// ReplayResult is what a replay produced.
-type ReplayResult struct {
+// Outcome is what a session left: the conversation as said and heard, its latencies,
+// the history, and where the session was saved.
+type Outcome struct {
 	Transcript []manager.Entry
 	Metrics    []metrics.Turn
 	History    *dialogue.History
-	OutDir     string
 	SessionDir string
-	Wall       time.Duration
+}
+
+// outcome reads what agent left after its Run returned.
+func (a *Agent) outcome(ctx context.Context) (Outcome, error) {
+	h, err := a.Store.Snapshot(ctx)
+	return Outcome{Transcript: a.Manager.Transcript(), Metrics: a.Manager.Metrics(), History: h, SessionDir: a.SessionDir}, err
+}
+
+// ReplayResult is what a replay produced.
+type ReplayResult struct {
+	Outcome
+	OutDir string
+	Wall   time.Duration
 }
 
 // Replay runs the agent on a recording or scenario.
@@ -113,8 +125,8 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	if err := agent.Run(ctx); err != nil {
 		return nil, err
 	}
-	res := &ReplayResult{Transcript: agent.Manager.Transcript(), Metrics: agent.Manager.Metrics(), OutDir: opts.OutDir, SessionDir: agent.SessionDir, Wall: time.Since(began)}
-	if res.History, err = agent.Store.Snapshot(ctx); err != nil {
+	res := &ReplayResult{OutDir: opts.OutDir, Wall: time.Since(began)}
+	if res.Outcome, err = agent.outcome(ctx); err != nil {
 		return nil, err
 	}
 	if !opts.Record {
