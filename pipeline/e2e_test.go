@@ -16,6 +16,7 @@ import (
 	"github.com/parley-voice/parley/config"
 	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/dialogue"
+	"github.com/parley-voice/parley/dialogue/manager"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
@@ -303,3 +304,23 @@ func TestReplayBackchannelDoesNotInterrupt(t *testing.T) {
 }
 
 type asrWord = asr.Word
+
+func TestReplayReengagesAfterSilence(t *testing.T) {
+	cfg := demoConfig(t)
+	cfg.TurnTaking.Reengage = manager.ReengageConfig{After: 4 * time.Second, Text: "Are you still there?", Max: 1}
+	shared := testenv.SharedDir(t)
+	scenario := writeScenario(t, 12, filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5)
+	res, _ := runReplay(t, cfg, scenario)
+	var got []string
+	for _, u := range res.History.Utterances() {
+		got = append(got, fmt.Sprintf("%s %d %q", u.Speaker, u.TurnID, u.Text))
+	}
+	if len(got) != 3 || !strings.HasSuffix(got[2], `"Are you still there?"`) {
+		t.Fatalf("history %q: want the question, the answer and one re-engagement", got)
+	}
+	// It came about four seconds after the answer ended.
+	answer, again := res.Transcript[1], res.Transcript[2]
+	if gap := again.Start - answer.End; gap < 4*time.Second || gap > 5*time.Second {
+		t.Errorf("re-engaged %v after the answer ended, want about 4 s", gap)
+	}
+}
