@@ -21,9 +21,10 @@ import (
 
 func chatCommand() command {
 	return command{
-		Name:    "chat",
-		Summary: "a text-only conversation with the agent's history, memory and LLM (type /help inside)",
-		Run:     runChat,
+		Name:     "chat",
+		Summary:  "a text-only conversation with the agent's history, memory and LLM (type /help inside)",
+		Run:      runChat,
+		LogLevel: "warn",
 	}
 }
 

@@ -15,9 +15,10 @@ import (
 
 func liveCommand() command {
 	return command{
-		Name:    "live",
-		Summary: "talk with the agent through the microphone and the speakers (Ctrl-C ends the session)",
-		Run:     runLive,
+		Name:     "live",
+		Summary:  "talk with the agent through the microphone and the speakers (Ctrl-C ends the session)",
+		Run:      runLive,
+		LogLevel: "warn",
 	}
 }
 

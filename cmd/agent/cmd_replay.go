@@ -14,9 +14,10 @@ import (
 
 func replayCommand() command {
 	return command{
-		Name:    "replay",
-		Summary: "run the agent on a recording or a scenario; write what a listener heard, the transcript, the session and the timeline",
-		Run:     runReplay,
+		Name:     "replay",
+		Summary:  "run the agent on a recording or a scenario; write what a listener heard, the transcript, the session and the timeline",
+		Run:      runReplay,
+		LogLevel: "warn",
 	}
 }
 

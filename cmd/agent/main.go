@@ -24,6 +24,9 @@ type command struct {
 	Name    string
 	Summary string
 	Run     func(ctx context.Context, a *app, args []string) error
+	// LogLevel is the command's default log level when the user sets none ("info" when
+	// empty); commands that show the conversation keep the console for it.
+	LogLevel string
 }
 
 // commands lists every subcommand; each lives in its own cmd_*.go file.
@@ -99,7 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, interrupt *atomic.Pointer[func()]) int {
 	global := flag.NewFlagSet("agent", flag.ContinueOnError)
 	global.SetOutput(stderr)
-	logLevel := global.String("log-level", envDefault("PARLEY_LOG_LEVEL", "info"), "default log level: debug, info, warn, error")
+	logLevel := global.String("log-level", os.Getenv("PARLEY_LOG_LEVEL"), "default log level: debug, info, warn, error (default info; warn for live, replay and chat)")
 	logModules := global.String("log-modules", os.Getenv("PARLEY_LOG_MODULES"), "per-module levels, e.g. asr=debug,llm=warn")
 	logFile := global.String("log-file", os.Getenv("PARLEY_LOG_FILE"), "also write JSON-lines logs to this file")
 	quiet := global.Bool("quiet", false, "no log lines on the console")
@@ -136,7 +139,14 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, inter
 		fmt.Fprintln(stderr, "agent:", err)
 		return 2
 	}
-	logCfg := logging.Config{Level: *logLevel, Modules: modules, File: *logFile, Quiet: *quiet}
+	level := *logLevel
+	if level == "" {
+		level = cmd.LogLevel
+	}
+	if level == "" {
+		level = "info"
+	}
+	logCfg := logging.Config{Level: level, Modules: modules, File: *logFile, Quiet: *quiet}
 	logger, closeLog, err := logging.New(logCfg, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "agent:", err)
@@ -204,13 +214,6 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
-}
-
-func envDefault(name, fallback string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return fallback
 }
 
 // usageErrorf returns an error marked as a usage error.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/parley-voice/parley/engines/ggml"
 	"github.com/parley-voice/parley/engines/llama"
 	"github.com/parley-voice/parley/engines/whisper"
 )
@@ -11,8 +12,11 @@ func quietNativeLogs(level string) {
 	if level == "debug" {
 		whisper.SetLogLevel(whisper.LogWarn)
 		llama.SetLogLevel(llama.LogWarn)
+		ggml.SetLogLevel(ggml.LogWarn)
 		return
 	}
 	whisper.SetLogLevel(whisper.LogError)
 	llama.SetLogLevel(llama.LogError)
+	// Last: both libraries above point ggml's logger at their own.
+	ggml.SetLogLevel(ggml.LogError)
 }
