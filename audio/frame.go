@@ -60,3 +60,23 @@ func SamplesToDuration(n int64, rate int) time.Duration {
 func DurationToSamples(d time.Duration, rate int) int64 {
 	return int64(d) * int64(rate) / int64(time.Second)
 }
+
+// EndOfStream is the payload that ends an audio stream (kind "eos"): no audio follows
+// position Pos (samples at Rate). A source sends it after its last frame; the VAD passes
+// it on once it has flushed, so that modules further on learn that the input is over
+// even though, in a network with cycles, their own input may never end.
+type EndOfStream struct {
+	Pos  int64
+	Rate int
+}
+
+// Kind implements iu.Payload.
+func (EndOfStream) Kind() string { return "eos" }
+
+// Summary implements iu.Payload.
+func (e EndOfStream) Summary() string {
+	return fmt.Sprintf("end of stream at %.3fs", SamplesToDuration(e.Pos, e.Rate).Seconds())
+}
+
+// End returns the stream's length as a duration.
+func (e EndOfStream) End() time.Duration { return SamplesToDuration(e.Pos, e.Rate) }

@@ -331,7 +331,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		return fail(err)
 	}
 	links := [][2]string{
-		{NameInput, NameVAD}, {NameInput, NameASR}, {NameInput, NameManager},
+		{NameInput, NameVAD}, {NameInput, NameASR},
 		{NameVAD, NameASR}, {NameVAD, NameManager},
 		{NameASR, NameManager},
 		{NameManager, NameLLM}, {NameManager, NameTTS}, {NameManager, NameSpeaker},

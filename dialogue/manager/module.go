@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/iu"
@@ -33,9 +34,6 @@ type Options struct {
 	// OnMetrics, when set, receives each exchange's latencies when the agent turn closes
 	// (on the module's goroutine; it must not block).
 	OnMetrics func(metrics.Turn)
-	// EndGrace is how long the manager waits after the input stream ended before it
-	// checks that the conversation is over and ends the session (replays); default 500 ms.
-	EndGrace time.Duration
 	// EndTimeout is the longest the manager waits after the stream ended for a reply to
 	// finish; default 120 s.
 	EndTimeout time.Duration
@@ -75,8 +73,9 @@ type Entry struct {
 	Start, End time.Duration
 }
 
-// Module is the dialogue manager as a network module. Its producers are the VAD, the
-// ASR, the LLM, the TTS, the speaker and the source (for the end of the stream); its
+// Module is the dialogue manager as a network module. Its producers are the VAD (which
+// also passes on the end of a recorded stream), the ASR, the LLM, the TTS and the
+// speaker; its
 // consumers are the LLM, the TTS and the speaker (control commands), and anything that
 // shows the conversation (state IUs).
 type Module struct {
@@ -91,9 +90,6 @@ type Module struct {
 
 // New returns a manager that keeps the conversation in store.
 func New(name string, store HistoryStore, opts Options) *Module {
-	if opts.EndGrace <= 0 {
-		opts.EndGrace = 500 * time.Millisecond
-	}
 	if opts.EndTimeout <= 0 {
 		opts.EndTimeout = 120 * time.Second
 	}
@@ -150,7 +146,6 @@ type run struct {
 	pendingEOT  *eotInfo
 	lastUser    *metrics.Turn
 	streamEnded bool
-	endCheck    time.Time
 	endBy       time.Time
 }
 
@@ -170,10 +165,8 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	r := &run{m: m, p: p, log: p.Logger(), origin: p.Now(), turns: NewTurns(m.opts.Turns), agents: map[int]*agentRecord{}}
 	for {
 		deadline := r.turns.Deadline()
-		for _, d := range []time.Time{r.endCheck, r.endBy} {
-			if !d.IsZero() && (deadline.IsZero() || d.Before(deadline)) {
-				deadline = d
-			}
+		if !r.endBy.IsZero() && (deadline.IsZero() || r.endBy.Before(deadline)) {
+			deadline = r.endBy
 		}
 		ev, err := p.Next(ctx, deadline)
 		if err != nil {
@@ -210,12 +203,6 @@ func (r *run) finished() bool {
 		r.log.Warn("ending the session although the conversation is not over", zap.Stringer("state", r.turns.State()))
 		return true
 	}
-	if now.Before(r.endCheck) {
-		return false
-	}
-	// The grace period is over: from now on every event checks again. Keeping the past
-	// deadline would make Next return at once, forever, and freeze a virtual clock.
-	r.endCheck = time.Time{}
 	quiet := !r.userOpen && r.pendingEOT == nil && r.turns.AgentTurn() == 0 &&
 		(r.turns.State() == Idle || r.turns.State() == SilenceAfterAgent)
 	return quiet
@@ -363,12 +350,11 @@ func (r *run) update(ctx context.Context, up iu.Update) error {
 		return r.do(ctx, r.turns.Handle(r.event(Event{AudioQueued: &AudioQueued{TurnID: pl.TurnID, Last: pl.LastOfTurn}})))
 	case speaker.Progress:
 		return r.progress(ctx, pl)
-	default:
-		if u.Payload.Kind() == "eos" && up.Type == iu.Add {
+	case audio.EndOfStream:
+		// Passed on by the VAD after its last segment and end of turn.
+		if up.Type == iu.Add {
 			r.streamEnded = true
-			now := r.p.Now()
-			r.endCheck = now.Add(r.m.opts.EndGrace)
-			r.endBy = now.Add(r.m.opts.EndTimeout)
+			r.endBy = r.p.Now().Add(r.m.opts.EndTimeout)
 		}
 	}
 	return nil

@@ -234,32 +234,12 @@ func (s *Source) Run(ctx context.Context, p *iu.Ports) error {
 		}
 		if errors.Is(err, io.EOF) {
 			log.Info("finished", zap.Duration("played", audio.SamplesToDuration(pos, audio.PipelineRate)))
-			// Consumers that outlive the stream (the dialogue manager of a replay) learn
-			// here that no more audio comes; the end of their input may be far off
-			// because they also read modules that never finish before them.
-			u := p.NewIU(EndOfStream{Pos: pos, Rate: audio.PipelineRate})
+			// Consumers learn here that no more audio comes (audio.EndOfStream).
+			u := p.NewIU(audio.EndOfStream{Pos: pos, Rate: audio.PipelineRate})
 			return p.Send(ctx, iu.AddOf(u), iu.CommitOf(u))
 		}
 	}
 }
-
-// EndOfStream is the source's last IU (kind "eos"): the recording ended at stream
-// position Pos (in samples at Rate).
-type EndOfStream struct {
-	Pos  int64
-	Rate int
-}
-
-// Kind implements iu.Payload.
-func (EndOfStream) Kind() string { return "eos" }
-
-// Summary implements iu.Payload.
-func (e EndOfStream) Summary() string {
-	return fmt.Sprintf("end of stream at %.3fs", audio.SamplesToDuration(e.Pos, e.Rate).Seconds())
-}
-
-// End returns the stream's length as a duration.
-func (e EndOfStream) End() time.Duration { return audio.SamplesToDuration(e.Pos, e.Rate) }
 
 // waitUntil waits through Ports.Next until deadline. It reports stopped when the
 // network is stopping (the source has no producers, so the end of its input means just

@@ -25,7 +25,7 @@ type collector struct {
 	frames  []audio.Frame
 	created []time.Time
 	// eos is the end-of-stream IU, which must come last and name the stream's end.
-	eos *EndOfStream
+	eos *audio.EndOfStream
 	// stopAfter, when > 0, calls stop once that many frames have arrived.
 	stopAfter int
 	stop      context.CancelFunc
@@ -48,7 +48,7 @@ func (c *collector) Run(ctx context.Context, p *iu.Ports) error {
 			if c.eos != nil {
 				return fmt.Errorf("%s after the end of stream", ups[0].IU.Payload.Summary())
 			}
-			if e, ok := ups[0].IU.Payload.(EndOfStream); ok {
+			if e, ok := ups[0].IU.Payload.(audio.EndOfStream); ok {
 				var end int64
 				if n := len(c.frames); n > 0 {
 					end = c.frames[n-1].End()

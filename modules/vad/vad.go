@@ -255,11 +255,6 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	}
 }
 
-// kindEndOfStream is the payload kind a source sends after its last audio
-// (source.EndOfStream). The VAD flushes then, because in an agent network its input
-// ends only after the modules that read its output have stopped.
-const kindEndOfStream = "eos"
-
 // runner is the state of one Run, owned by the module's goroutine.
 type runner struct {
 	m   *Module
@@ -295,10 +290,22 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 	if up.Type != iu.Add && up.Type != iu.UpdatePayload {
 		return nil // frames arrive as ADD+COMMIT; the commit adds nothing
 	}
-	if up.Type == iu.Add && up.IU.Payload.Kind() == kindEndOfStream {
-		return r.finish(ctx)
-	}
 	switch pl := up.IU.Payload.(type) {
+	case audio.EndOfStream:
+		// In an agent network the VAD's input ends only after the modules reading its
+		// output have stopped, so it flushes here, and passes the end on after its last
+		// segment and end of turn: whoever reads the VAD knows the user has finished.
+		if up.Type != iu.Add {
+			return nil
+		}
+		if err := r.finish(ctx); err != nil {
+			return err
+		}
+		u := r.p.NewIU(pl, up.IU.ID)
+		if err := r.p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
+			return fmt.Errorf("vad: %w", err)
+		}
+		return nil
 	case audio.Frame:
 		if up.Type == iu.Add {
 			return r.frame(ctx, up.IU.ID, pl)

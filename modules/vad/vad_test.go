@@ -103,6 +103,7 @@ type runResult struct {
 
 	candidates         []received // ADDs of possible speech
 	confirmed, dropped int
+	eos                int // ends of stream passed on
 }
 
 // runVAD plays path through a VAD module on a virtual clock.
@@ -161,6 +162,10 @@ func runVAD(t *testing.T, path string, cfg Config, tail time.Duration, extra ...
 		case EndOfTurn:
 			if r.up.Type == iu.Add {
 				res.eots = append(res.eots, pl)
+			}
+		case audio.EndOfStream:
+			if r.up.Type == iu.Add {
+				res.eos++
 			}
 		case Candidate:
 			switch r.up.Type {
@@ -247,6 +252,10 @@ func TestJFKSegments(t *testing.T) {
 	p := cfg.params()
 	window := time.Duration(whisper.VADWindow) * time.Second / audio.PipelineRate
 	frame := source.DefaultFrameDuration
+	// The end of the stream comes last, after the last segment and end of turn.
+	if last := res.all[len(res.all)-1].up.IU.Payload; res.eos != 1 || last.Kind() != "eos" {
+		t.Errorf("%d ends of stream passed on; the last IU is %s", res.eos, last.Summary())
+	}
 	// Every segment was announced by a candidate, sooner than its onset and from the
 	// same start; candidates that were noise were withdrawn.
 	if res.confirmed != len(res.adds) || len(res.candidates) != res.confirmed+res.dropped {
