@@ -236,7 +236,6 @@ type agentTurn struct {
 	paused      bool
 	interrupted bool
 	stopped     bool // the speaker's final report after the interrupt arrived
-	fixedText   bool // a Say turn: no LLM reply will come
 }
 
 // bargeIn is a barge-in under evaluation.
@@ -260,7 +259,6 @@ type Turns struct {
 	nextTurn int
 
 	userSpeaking bool
-	userWords    []string
 	// overlapUtterance marks the utterance in progress as begun over the agent; if it
 	// only holds backchannels it is not a turn.
 	overlapUtterance bool
@@ -324,7 +322,7 @@ func (t *Turns) Tick(now time.Time) []Action {
 		t.lastActivity = now
 		id := t.newTurnID()
 		if r.Text != "" {
-			t.agent = &agentTurn{id: id, fixedText: true, replied: true, reply: Reply{TurnID: id, Text: r.Text}}
+			t.agent = &agentTurn{id: id, replied: true, reply: Reply{TurnID: id, Text: r.Text}}
 			acts = append(acts, Action{Say: &Say{TurnID: id, Text: r.Text}})
 		} else {
 			t.agent = &agentTurn{id: id}
@@ -385,14 +383,12 @@ func (t *Turns) Handle(ev Event) []Action {
 		t.barge.tentative = false
 		t.barge.onset = ev.SpeechStart.Onset
 		t.userSpeaking = true
-		t.userWords = nil
 		t.lastActivity = ev.At
 		t.overlapUtterance = true
 		acts = t.setState(Overlap, acts)
 		acts = t.evaluateBargeIn(ev.At, acts)
 	case ev.SpeechStart != nil:
 		t.userSpeaking = true
-		t.userWords = nil
 		t.lastActivity = ev.At
 		if t.agentActive() && t.cfg.BargeIn.Enabled {
 			// The agent is talking or about to: hold its audio while we find out whether
@@ -423,7 +419,6 @@ func (t *Turns) Handle(ev Event) []Action {
 			acts = t.setState(SilenceAfterUser, acts)
 		}
 	case ev.Words != nil:
-		t.userWords = ev.Words.Words
 		if b := t.barge; b != nil && !b.resolved {
 			b.words = ev.Words.Words
 			acts = t.evaluateBargeIn(ev.At, acts)
@@ -480,7 +475,6 @@ func (t *Turns) handleUtterance(ev Event, acts []Action) []Action {
 	text := strings.TrimSpace(ev.Utterance.Text)
 	overlap := t.overlapUtterance
 	t.overlapUtterance = false
-	t.userWords = nil
 	t.lastActivity = ev.At
 	acts = t.decideOnUtterance(strings.Fields(text), acts)
 	if text == "" {
