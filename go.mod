@@ -4,8 +4,8 @@ go 1.25
 
 require (
 	go.uber.org/zap v1.28.0
+	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/term v0.34.0
-	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -21,7 +21,7 @@ import (
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/vad"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Config is the agent's configuration file.

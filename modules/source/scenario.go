@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/config"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // ErrInvalidScenario is wrapped by every error about the content of a scenario file.

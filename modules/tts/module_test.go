@@ -17,7 +17,7 @@ import (
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/tts/normalize"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // testClause stands in for the LLM module's clause payload.

@@ -19,7 +19,7 @@ import (
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/source"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 var virtualStart = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
