@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/parley-voice/parley/config"
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/dialogue/manager"
 	"github.com/parley-voice/parley/logging"
@@ -21,6 +20,7 @@ import (
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/vad"
+	"github.com/parley-voice/parley/userdirs"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -127,7 +127,7 @@ type SessionConfig struct {
 
 // Default returns the configuration for the real models Parley downloads
 // (`agent models pull`): whisper base.en, Qwen2.5 0.5B Instruct, Silero VAD.
-func Default(paths config.Paths) Config {
+func Default(paths userdirs.Paths) Config {
 	cat := modelstore.Builtin()
 	model := func(kind modelstore.Kind) string {
 		m, _ := cat.Default(kind)
@@ -221,7 +221,7 @@ func expandPath(p, dir string) (string, error) {
 			return v
 		}
 		if name == "PARLEY_SHARED" || name == "SHARED" {
-			if s := config.DefaultPaths().Shared; s != "" {
+			if s := userdirs.FromEnv().Shared; s != "" {
 				return s
 			}
 		}

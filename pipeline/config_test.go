@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-voice/parley/config"
+	"github.com/parley-voice/parley/userdirs"
 )
 
 func testBase(t testing.TB) Config {
-	return Default(config.Paths{Models: "/models", Sessions: "/sessions"})
+	return Default(userdirs.Paths{Models: "/models", Sessions: "/sessions"})
 }
 
 func TestParseConfig(t *testing.T) {

@@ -13,7 +13,6 @@ import (
 	"unicode"
 
 	"github.com/parley-voice/parley/audio"
-	"github.com/parley-voice/parley/config"
 	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/dialogue/manager"
@@ -22,6 +21,7 @@ import (
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/tts"
+	"github.com/parley-voice/parley/userdirs"
 )
 
 // demoConfig loads configs/demo.yaml: Silero VAD, pocketsphinx, stories260K, espeak-ng.
@@ -30,7 +30,7 @@ func demoConfig(t *testing.T) Config {
 	shared := testenv.SharedDir(t)
 	t.Setenv("PARLEY_SHARED", shared)
 	testenv.File(t, filepath.Join(shared, "models", "stories260K.gguf"), "the shared test assets")
-	cfg, err := Load(filepath.Join(testenv.ModuleRoot(t), "configs", "demo.yaml"), Default(config.Paths{Models: t.TempDir(), Sessions: t.TempDir()}))
+	cfg, err := Load(filepath.Join(testenv.ModuleRoot(t), "configs", "demo.yaml"), Default(userdirs.Paths{Models: t.TempDir(), Sessions: t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
 	}

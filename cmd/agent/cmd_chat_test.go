@@ -12,12 +12,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parley-voice/parley/config"
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/dialogue/protocol"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/pipeline"
+	"github.com/parley-voice/parley/userdirs"
 	"go.uber.org/zap"
 )
 
@@ -26,7 +26,7 @@ import (
 type chatFixture struct {
 	cfgPath  string
 	sessions string
-	paths    config.Paths
+	paths    userdirs.Paths
 }
 
 func newChatFixture(t *testing.T) chatFixture {
@@ -40,7 +40,7 @@ func newChatFixture(t *testing.T) chatFixture {
 		cfgPath:  filepath.Join(testenv.ModuleRoot(t), "configs", "demo.yaml"),
 		sessions: filepath.Join(tmp, "sessions"),
 	}
-	f.paths = config.Paths{Models: filepath.Join(tmp, "models"), Sessions: f.sessions, Logs: filepath.Join(tmp, "logs"), Config: filepath.Join(tmp, "no-config.yaml")}
+	f.paths = userdirs.Paths{Models: filepath.Join(tmp, "models"), Sessions: f.sessions, Logs: filepath.Join(tmp, "logs"), Config: filepath.Join(tmp, "no-config.yaml")}
 	return f
 }
 

@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/parley-voice/parley/config"
 	"github.com/parley-voice/parley/logging"
+	"github.com/parley-voice/parley/userdirs"
 	"go.uber.org/zap"
 )
 
@@ -53,7 +53,7 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	log    *zap.Logger
-	paths  config.Paths
+	paths  userdirs.Paths
 	logCfg logging.Config
 	// interrupt, when it holds a function, receives Ctrl-C instead of the command's
 	// context being cancelled (main's signal goroutine reads it).
@@ -154,7 +154,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, inter
 	}
 	defer closeLog()
 	quietNativeLogs(logCfg.Level)
-	a := &app{stdout: stdout, stderr: stderr, log: logger, paths: config.DefaultPaths(), logCfg: logCfg, interrupt: interrupt}
+	a := &app{stdout: stdout, stderr: stderr, log: logger, paths: userdirs.FromEnv(), logCfg: logCfg, interrupt: interrupt}
 	if err := cmd.Run(ctx, a, rest[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/parley-voice/parley/config"
+	"github.com/parley-voice/parley/userdirs"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -324,5 +324,5 @@ func sharedDir() string {
 	if d := os.Getenv("PARLEY_SHARED"); d != "" {
 		return d
 	}
-	return config.DefaultPaths().Shared
+	return userdirs.FromEnv().Shared
 }

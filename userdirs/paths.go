@@ -1,6 +1,7 @@
-// Package config holds the agent's YAML configuration and the places where Parley keeps
-// models, sessions and logs.
-package config
+// Package userdirs says where Parley keeps what belongs to the user: downloaded models,
+// saved sessions, logs, the default config file, and the demos' test assets. (The agent's
+// YAML configuration itself is package pipeline's; configs/ holds example files.)
+package userdirs
 
 import (
 	"os"
@@ -22,8 +23,8 @@ type Paths struct {
 	Shared string
 }
 
-// DefaultPaths resolves Paths from the environment.
-func DefaultPaths() Paths {
+// FromEnv resolves Paths from the environment.
+func FromEnv() Paths {
 	home, _ := os.UserHomeDir()
 	xdg := func(env, fallback string) string {
 		if v := os.Getenv(env); v != "" {
