@@ -10,6 +10,12 @@ import (
 // PipelineRate is the sample rate every module after the sources works at.
 const PipelineRate = 16000
 
+// MaxGap is the longest stretch of missing audio, in samples at PipelineRate, that a
+// module reading a stream bridges as lost audio (a dropped capture block) by filling it
+// with silence; a longer jump in stream positions is not filled (the VAD takes it for a
+// new stream).
+const MaxGap = 5 * PipelineRate
+
 // Frame is a block of PCM audio and the payload of audio IUs. Samples are float32 in
 // [-1, 1], interleaved when Channels > 1. Start is the position of the first sample in its
 // stream, counted in sample frames (one sample per channel) at Rate, so that any module

@@ -3,6 +3,7 @@ package dialogue
 import (
 	"errors"
 	"fmt"
+	"github.com/parley-voice/parley/internal/ellipsis"
 	"math"
 	"strings"
 	"unicode"
@@ -174,22 +175,12 @@ func locateClauses(full string, clauses []string) ([]clauseSpan, error) {
 		pos = len(full) - len(strings.TrimLeftFunc(full[pos:], unicode.IsSpace))
 		end := pos + len(core)
 		if !strings.HasPrefix(full[pos:], core) || (end < len(full) && !utf8.RuneStart(full[end])) {
-			return nil, fmt.Errorf("%w: clause %d %q not found at byte %d", ErrClauseMismatch, i, truncate(core, 40), pos)
+			return nil, fmt.Errorf("%w: clause %d %q not found at byte %d", ErrClauseMismatch, i, ellipsis.Cut(core, 40), pos)
 		}
 		spans[i] = clauseSpan{fullStart: pos, lead: lead, coreLen: len(core)}
 		pos += len(core)
 	}
 	return spans, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // clampSpan clamps [start, end) into s and onto rune boundaries.

@@ -10,7 +10,9 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/parley-voice/parley/internal/ellipsis"
 	"github.com/parley-voice/parley/iu"
 )
 
@@ -112,7 +114,7 @@ func SVG(w io.Writer, entries []iu.TimelineEntry, opt Options) error {
 			fmt.Fprintf(&b, `<g><title>%s</title><rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" stroke="#666" stroke-width="0.4"/>`,
 				html.EscapeString(fmt.Sprintf("%s %.3f–%.3f s: %s", s.kind, s.start, s.end, s.label)), x0, sy, w, laneH-3, fill)
 			if w > 18 && s.label != "" {
-				fmt.Fprintf(&b, `<text x="%.1f" y="%d" clip-path="inset(0)">%s</text>`, x0+2, sy+fontSize, html.EscapeString(truncate(s.label, int(w/5.5))))
+				fmt.Fprintf(&b, `<text x="%.1f" y="%d" clip-path="inset(0)">%s</text>`, x0+2, sy+fontSize, html.EscapeString(fitLabel(s.label, int(w/5.5))))
 			}
 			b.WriteString("</g>\n")
 		}
@@ -231,10 +233,11 @@ func niceStep(raw float64) float64 {
 	return 10 * exp
 }
 
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if n < 2 || len(r) <= n {
+// fitLabel shortens a label to n characters, ellipsis included (a box too narrow for
+// even that shows the label clipped).
+func fitLabel(s string, n int) string {
+	if n < 2 || utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return string(r[:n-1]) + "…"
+	return ellipsis.Cut(s, n-1)
 }

@@ -36,21 +36,12 @@ type Config struct {
 	// everything fed, and audio already fed for partial hypotheses, up to where the end
 	// of turn came, is never taken back.
 	Trailing time.Duration `yaml:"trailing"`
-	// Speculative starts the final decode before the end of turn: as soon as the turn's
-	// last speech segment has ended (the VAD committed it) and Trailing audio after its
-	// end has arrived, which is normally well before the VAD's end of turn (300 ms
-	// against 700 ms by default). The end of turn then finds the final hypothesis ready,
-	// or waits for the decode to finish, instead of starting it. When speech resumes
-	// first, the speculation is cancelled and its result dropped, and the end of the
-	// next segment starts another. The end of turn checks that its speech ends where the
-	// speculation assumed; if not (another end-of-turn policy), the final decode starts
-	// over with the right audio. Either way the committed words are exactly those of a
-	// final decode started at the end of turn: both decode the same samples with the
-	// engine's FinalOf. It needs a FinalDecoder; with other engines it has no effect.
-	// Costs: a speculation that speech cuts short is work thrown away, and while it runs
-	// the partial hypotheses of the resumed speech wait (pocketsphinx cannot interrupt a
-	// decode); pocketsphinx loads its models a second time for decoding finals while it
-	// streams (about 90 MB). The turn-based baseline turns it off.
+	// Speculative starts the final decode when the turn's last speech segment has ended
+	// and Trailing audio followed, normally well before the VAD's end of turn, which then
+	// commits its words (or decodes again if speech resumed or ends elsewhere): the words
+	// are exactly those of a final decode started at the end of turn. It needs a
+	// FinalDecoder. Costs: decodes that resumed speech throws away, and pocketsphinx's
+	// models loaded a second time (about 90 MB). The turn-based baseline turns it off.
 	Speculative bool `yaml:"speculative"`
 	// History is how much recent audio is kept for the pre-roll of the next utterance;
 	// it must cover the VAD's onset confirmation delay plus padding and PreRoll.
@@ -245,7 +236,7 @@ type utterance struct {
 	// audio holds the samples from start to recv. Workers get slices of it capped at
 	// their length, so the module's appends never write where a worker reads.
 	audio []float32
-	// skipped counts stream samples missing from audio (gaps longer than maxGap are
+	// skipped counts stream samples missing from audio (gaps longer than audio.MaxGap are
 	// not filled), so that audio[i] is at stream position start+skipped+i after them.
 	skipped int64
 	frames  []frameSpan
@@ -277,9 +268,6 @@ type finalDecode struct {
 	hyp         Hypothesis
 }
 
-// maxGap is the longest stretch of missing audio an utterance fills with silence.
-const maxGap = 5 * audio.PipelineRate
-
 type frameSpan struct {
 	id         iu.ID
 	start, end int64
@@ -301,7 +289,7 @@ func (u *utterance) take(a audioRef) {
 		return
 	}
 	switch gap := from - u.recv; {
-	case gap > maxGap:
+	case gap > audio.MaxGap:
 		u.skipped += gap
 	case gap > 0:
 		// Missing audio (a dropped block, or history that does not reach back to the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/parley-voice/parley/internal/ellipsis"
 	"io"
 	"net"
 	"net/http"
@@ -349,7 +350,7 @@ func (e *HTTPEngine) Generate(ctx context.Context, req Request, emit func(string
 		}
 		var c streamChunk
 		if err := json.Unmarshal([]byte(data), &c); err != nil {
-			return res, fmt.Errorf("llm: malformed chunk from %s: %w (data %q)", e.endpoint, err, e.redact(truncate(data, 200)))
+			return res, fmt.Errorf("llm: malformed chunk from %s: %w (data %q)", e.endpoint, err, e.redact(ellipsis.Cut(data, 200)))
 		}
 		if len(c.Error) > 0 && string(c.Error) != "null" {
 			return res, fmt.Errorf("llm: %s reported an error mid-stream: %s", e.endpoint, e.redact(errorMessage(c.Error)))
@@ -516,7 +517,7 @@ func errorMessage(body []byte) string {
 	if json.Unmarshal(body, &object) == nil && object.Message != "" {
 		return object.Message
 	}
-	return truncate(strings.TrimSpace(string(body)), 300)
+	return ellipsis.Cut(strings.TrimSpace(string(body)), 300)
 }
 
 // redact removes the API key from text that came from outside (an echoing server).
@@ -532,13 +533,6 @@ func (e *HTTPEngine) redactErr(err error) error {
 		return err
 	}
 	return errors.New(e.redact(err.Error()))
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // Tokenizer counts tokens through the server's /tokenize endpoint (llama-server and

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parley-voice/parley/control"
+	"github.com/parley-voice/parley/internal/ellipsis"
 	"github.com/parley-voice/parley/iu"
 	"go.uber.org/zap"
 )
@@ -70,7 +71,7 @@ func (c Clause) Summary() string {
 	if c.Last {
 		last = " (last)"
 	}
-	return fmt.Sprintf("turn %d clause %d%s: %q", c.TurnID, c.ClauseID, last, truncate(c.Text, 60))
+	return fmt.Sprintf("turn %d clause %d%s: %q", c.TurnID, c.ClauseID, last, ellipsis.Cut(c.Text, 60))
 }
 
 // Reply is the payload of reply IUs: the whole generated turn, ADDed and COMMITted
@@ -114,7 +115,7 @@ func (r Reply) Summary() string {
 	if len(flags) > 0 {
 		f = " (" + strings.Join(flags, "; ") + ")"
 	}
-	return fmt.Sprintf("turn %d reply%s: %q", r.TurnID, f, truncate(r.Text, 80))
+	return fmt.Sprintf("turn %d reply%s: %q", r.TurnID, f, ellipsis.Cut(r.Text, 80))
 }
 
 // Module is the LLM network module. It consumes control.Command IUs: Respond starts

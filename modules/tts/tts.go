@@ -16,6 +16,7 @@ import (
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/engines/espeak"
+	"github.com/parley-voice/parley/internal/ellipsis"
 	"github.com/parley-voice/parley/iu"
 )
 
@@ -44,7 +45,7 @@ func (Text) Kind() string { return "text" }
 
 // Summary implements iu.Payload.
 func (t Text) Summary() string {
-	return fmt.Sprintf("turn %d clause %d %q", t.TurnID, t.ClauseID, abbreviate(t.Text, 60))
+	return fmt.Sprintf("turn %d clause %d %q", t.TurnID, t.ClauseID, ellipsis.Cut(t.Text, 60))
 }
 
 // ClauseText implements Clause.
@@ -113,17 +114,6 @@ func (c Chunk) Word() string {
 		return ""
 	}
 	return c.ClauseText[c.CharStart:c.CharEnd]
-}
-
-func abbreviate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xc0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // MaxChunkDuration is the longest chunk the module emits.

@@ -282,10 +282,6 @@ type frameRef struct {
 // groundingWindow bounds how much audio a segment's onset can be grounded in.
 const groundingWindow = 2 * audio.PipelineRate
 
-// maxGap is the longest stretch of missing audio scored as silence; a longer jump in
-// stream positions restarts the detector.
-const maxGap = 5 * audio.PipelineRate
-
 func (r *runner) update(ctx context.Context, up iu.Update) error {
 	if up.Type != iu.Add && up.Type != iu.UpdatePayload {
 		return nil // frames arrive as ADD+COMMIT; the commit adds nothing
@@ -332,7 +328,7 @@ func (r *runner) frame(ctx context.Context, id iu.ID, f audio.Frame) error {
 		r.pos = f.Start
 	}
 	switch {
-	case f.Start > r.pos+maxGap:
+	case f.Start > r.pos+audio.MaxGap:
 		// A jump this large is a new stream (a restarted capture), not a lost block:
 		// end what was running and start over at the new position.
 		if err := r.flush(ctx); err != nil {
