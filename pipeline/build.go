@@ -11,12 +11,13 @@ import (
 
 	"github.com/parley-voice/parley/clock"
 	"github.com/parley-voice/parley/dialogue"
-	"github.com/parley-voice/parley/dialogue/manager"
 	"github.com/parley-voice/parley/engines/llama"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/hold"
 	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/vad"
 	"go.uber.org/zap"
@@ -321,7 +322,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	// that holds every clause until the reply is complete (the turn-based baseline).
 	toTTS := NameLLM
 	if !cfg.LLM.StreamClauses {
-		mods = append(mods, newHold(NameHold))
+		mods = append(mods, hold.New(NameHold))
 		toTTS = NameHold
 	}
 	if io.Console != nil {

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/dialogue"
-	"github.com/parley-voice/parley/dialogue/manager"
 	"github.com/parley-voice/parley/logging"
 	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/vad"
 	"github.com/parley-voice/parley/userdirs"

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/parley-voice/parley/dialogue/manager"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/tts"
 )

@@ -1,4 +1,7 @@
-package pipeline
+// Package hold is the turn-based baseline's speech gate: it passes the LLM's clauses on
+// to the TTS only once the whole reply is there, the pipeline that `agent bench` compares
+// the incremental one with.
+package hold
 
 import (
 	"context"
@@ -9,16 +12,20 @@ import (
 	"github.com/parley-voice/parley/modules/llm"
 )
 
-// hold passes the LLM's clauses on only once the whole reply is there: the turn-based
-// pipeline that `agent bench` compares the incremental one with. It drops a turn's
-// clauses when the turn is interrupted.
-type hold struct{ name string }
+// Module holds each turn's committed clauses (llm.Clause) until the turn's reply
+// (llm.Reply) arrives, then sends them as its own IUs, grounded in the LLM's. It drops a
+// turn's clauses when the turn is interrupted (a control.Interrupt, or an interrupted
+// reply).
+type Module struct{ name string }
 
-func newHold(name string) *hold { return &hold{name: name} }
+// New returns a hold module.
+func New(name string) *Module { return &Module{name: name} }
 
-func (h *hold) Name() string { return h.name }
+// Name implements iu.Module.
+func (h *Module) Name() string { return h.name }
 
-func (h *hold) Run(ctx context.Context, p *iu.Ports) error {
+// Run implements iu.Module.
+func (h *Module) Run(ctx context.Context, p *iu.Ports) error {
 	held := map[int][]iu.IU{} // committed clauses by turn
 	for {
 		ev, err := p.Next(ctx, time.Time{})
