@@ -14,12 +14,10 @@ import (
 	"github.com/parley-voice/parley/engines/llama"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/metrics"
-	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/hold"
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/tts"
-	"github.com/parley-voice/parley/modules/vad"
 	"go.uber.org/zap"
 )
 
@@ -279,16 +277,16 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	a.Store = store
 	a.closers = append(a.closers, store.Close)
 
-	vadMod, err := vad.Open(NameVAD, cfg.VAD)
+	vadMod, closeVAD, err := openVAD(NameVAD, cfg.VAD)
 	if err != nil {
 		return fail(fmt.Errorf("vad: %w", err))
 	}
-	a.closers = append(a.closers, vadMod.Close)
-	asrMod, err := asr.Open(NameASR, cfg.ASR)
+	a.closers = append(a.closers, closeVAD)
+	asrMod, closeASR, err := openASR(NameASR, cfg.ASR)
 	if err != nil {
 		return fail(fmt.Errorf("asr: %w", err))
 	}
-	a.closers = append(a.closers, asrMod.Close)
+	a.closers = append(a.closers, closeASR)
 	ttsMod, err := tts.Open(NameTTS, cfg.TTS)
 	if err != nil {
 		return fail(fmt.Errorf("tts: %w", err))

@@ -18,6 +18,8 @@ import (
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/vad"
+	"github.com/parley-voice/parley/modules/vad/silero"
+	"github.com/parley-voice/parley/pipeline"
 	"go.uber.org/zap"
 )
 
@@ -101,7 +103,7 @@ type hearing struct {
 	flags  *hearingFlags
 	log    *zap.Logger
 	scorer *whisper.VAD
-	engine asr.ClosableEngine
+	engine pipeline.ASREngine
 }
 
 func (h *hearingFlags) validate(withASR bool) error {
@@ -134,7 +136,7 @@ func openHearing(a *app, f *hearingFlags, withASR bool) (*hearing, error) {
 	if _, err := os.Stat(f.vadCfg.Model); err != nil {
 		return nil, fmt.Errorf("VAD model: %w (agent models pull silero-vad, or --vad-model)", err)
 	}
-	scorer, err := whisper.NewVAD(f.vadCfg.Model, whisper.VADParams{Threads: f.vadCfg.Threads})
+	scorer, err := silero.Open(f.vadCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +150,7 @@ func openHearing(a *app, f *hearingFlags, withASR bool) (*hearing, error) {
 			return nil, fmt.Errorf("whisper model: %w (agent models pull whisper-base.en, or --model)", err)
 		}
 	}
-	if h.engine, err = asr.OpenEngine(f.asrCfg); err != nil {
+	if h.engine, err = pipeline.OpenASREngine(f.asrCfg); err != nil {
 		scorer.Close()
 		return nil, err
 	}

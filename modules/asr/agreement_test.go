@@ -136,13 +136,3 @@ func TestNormalizeWord(t *testing.T) {
 		}
 	}
 }
-
-func TestIsAnnotation(t *testing.T) {
-	for w, want := range map[string]bool{
-		"[BLANK_AUDIO]": true, "(music)": true, "*laughs*": true, "[": false, "hello": false, "(2)": true, "it's": false, "[x": false,
-	} {
-		if got := isAnnotation(w); got != want {
-			t.Errorf("isAnnotation(%q) = %v", w, got)
-		}
-	}
-}

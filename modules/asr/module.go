@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/parley-voice/parley/audio"
@@ -91,7 +90,6 @@ type Module struct {
 	name   string
 	cfg    Config
 	engine Engine
-	closer io.Closer
 }
 
 // New returns an ASR module that recognises with e; the caller keeps ownership of e.
@@ -103,35 +101,6 @@ func New(name string, cfg Config, e Engine) (*Module, error) {
 		return nil, errors.New("asr: no engine")
 	}
 	return &Module{name: name, cfg: cfg, engine: e}, nil
-}
-
-// Open creates the engine cfg.Engine names and returns a module that owns it; Close it
-// after the network ran.
-func Open(name string, cfg Config) (*Module, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	e, err := OpenEngine(cfg)
-	if err != nil {
-		return nil, err
-	}
-	m, err := New(name, cfg, e)
-	if err != nil {
-		e.Close()
-		return nil, err
-	}
-	m.closer = e
-	return m, nil
-}
-
-// Close frees the engine created by Open. Call it after Run returned.
-func (m *Module) Close() error {
-	if m.closer == nil {
-		return nil
-	}
-	err := m.closer.Close()
-	m.closer = nil
-	return err
 }
 
 // Name implements iu.Module.

@@ -1,4 +1,4 @@
-package asr
+package asr_test
 
 import (
 	"context"
@@ -13,124 +13,13 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/clock"
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/asr/asrtest"
 	"github.com/parley-voice/parley/modules/vad"
 	"go.uber.org/zap"
 )
 
-var virtualStart = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// received is an update as a consumer saw it, with the network clock's reading and its
-// offset from the consumer's start.
-type received struct {
-	at   time.Duration
-	when time.Time
-	up   iu.Update
-}
-
-// collector records everything it receives; the slice is read after the network ran.
-func collector(name string, out *[]received) iu.Module {
-	return iu.ModuleFunc{ModuleName: name, Fn: func(ctx context.Context, p *iu.Ports) error {
-		start := p.Now()
-		for {
-			ev, err := p.Next(ctx, time.Time{})
-			if err != nil {
-				return err
-			}
-			switch ev.Kind {
-			case iu.EventMessage:
-				now := p.Now()
-				for _, up := range ev.Message.Updates {
-					*out = append(*out, received{at: now.Sub(start), when: now, up: up})
-				}
-			case iu.EventInputDone:
-				return nil
-			}
-		}
-	}}
-}
-
-// contract checks the ASR's output against the rules consumers rely on and returns the
-// utterances in order:
-//   - every word is ADDed once, then possibly UPDATEd, then COMMITted or REVOKEd, and
-//     every word is finished by the end;
-//   - no revoked word is ever committed;
-//   - an utterance is ADDed and COMMITted at once, grounded in exactly its committed
-//     words, and its text is their texts joined;
-//   - words are grounded in audio IUs.
-func contract(t *testing.T, got []received) []Utterance {
-	t.Helper()
-	state := map[iu.ID]iu.UpdateType{}
-	var committed []iu.IU // words committed since the last utterance
-	var utts []Utterance
-	for i, r := range got {
-		u := r.up.IU
-		switch pl := u.Payload.(type) {
-		case Word:
-			prev, seen := state[u.ID]
-			switch r.up.Type {
-			case iu.Add:
-				if seen {
-					t.Fatalf("update %d: word %s added twice", i, u.ID)
-				}
-				if len(u.GroundedIn) == 0 {
-					t.Errorf("update %d: word %q grounded in nothing", i, pl.Text)
-				}
-			case iu.UpdatePayload:
-				if !seen || prev == iu.Commit || prev == iu.Revoke {
-					t.Fatalf("update %d: update of word %s after %v", i, u.ID, prev)
-				}
-			case iu.Commit:
-				if prev == iu.Revoke {
-					t.Fatalf("update %d: revoked word %s %q committed", i, u.ID, pl.Text)
-				}
-				if !seen || prev == iu.Commit {
-					t.Fatalf("update %d: commit of word %s after %v", i, u.ID, prev)
-				}
-				committed = append(committed, u)
-			case iu.Revoke:
-				if !seen || prev == iu.Commit || prev == iu.Revoke {
-					t.Fatalf("update %d: revoke of word %s after %v", i, u.ID, prev)
-				}
-			}
-			state[u.ID] = r.up.Type
-		case Utterance:
-			if r.up.Type == iu.Add {
-				if i+1 >= len(got) || got[i+1].up.Type != iu.Commit || got[i+1].up.IU.ID != u.ID {
-					t.Fatalf("update %d: utterance %d not committed at once", i, pl.ID)
-				}
-				ids := make([]iu.ID, len(committed))
-				var words []string
-				for j, c := range committed {
-					ids[j] = c.ID
-					w := c.Payload.(Word)
-					words = append(words, w.Text)
-					if w.Utterance != pl.ID {
-						t.Errorf("word %q of utterance %d says utterance %d", w.Text, pl.ID, w.Utterance)
-					}
-				}
-				if !slices.Equal(u.GroundedIn, ids) {
-					t.Errorf("utterance %d grounded in %v, committed words %v", pl.ID, u.GroundedIn, ids)
-				}
-				if pl.Text != strings.Join(words, " ") || len(pl.Words) != len(committed) {
-					t.Errorf("utterance %d text %q, committed words %q", pl.ID, pl.Text, words)
-				}
-				utts = append(utts, pl)
-				committed = nil
-			}
-		default:
-			t.Fatalf("update %d: the ASR sent a %s IU", i, u.Payload.Kind())
-		}
-	}
-	for id, st := range state {
-		if st != iu.Commit && st != iu.Revoke {
-			t.Errorf("word %s left open (last %v)", id, st)
-		}
-	}
-	if len(committed) > 0 {
-		t.Errorf("%d words committed without an utterance", len(committed))
-	}
-	return utts
-}
+func durOf(n int64) time.Duration { return audio.SamplesToDuration(n, audio.PipelineRate) }
 
 // scripted is an Engine whose partial hypotheses follow a script.
 type scripted struct {
@@ -161,10 +50,10 @@ func (e *scripted) calls() []string {
 	return slices.Clone(e.log)
 }
 
-func (e *scripted) words(text string) Hypothesis {
-	var h Hypothesis
+func (e *scripted) words(text string) asr.Hypothesis {
+	var h asr.Hypothesis
 	for i, w := range strings.Fields(text) {
-		h.Words = append(h.Words, HypWord{Text: w, Start: time.Duration(i) * 100 * time.Millisecond, End: time.Duration(i+1) * 100 * time.Millisecond, Confidence: 0.5})
+		h.Words = append(h.Words, asr.HypWord{Text: w, Start: time.Duration(i) * 100 * time.Millisecond, End: time.Duration(i+1) * 100 * time.Millisecond, Confidence: 0.5})
 	}
 	return h
 }
@@ -190,10 +79,10 @@ func (e *scripted) Feed(ctx context.Context, s []float32) error {
 	return nil
 }
 
-func (e *scripted) Partial(ctx context.Context) (Hypothesis, error) {
+func (e *scripted) Partial(ctx context.Context) (asr.Hypothesis, error) {
 	e.record("partial")
 	if e.failAt == "partial" {
-		return Hypothesis{}, errors.New("engine broke")
+		return asr.Hypothesis{}, errors.New("engine broke")
 	}
 	if e.block {
 		e.mu.Lock()
@@ -204,20 +93,20 @@ func (e *scripted) Partial(ctx context.Context) (Hypothesis, error) {
 		e.mu.Unlock()
 		<-ctx.Done()
 		e.record("partial cancelled")
-		return Hypothesis{}, ctx.Err()
+		return asr.Hypothesis{}, ctx.Err()
 	}
 	i := min(e.nPartial, len(e.partials)-1)
 	e.nPartial++
 	if i < 0 {
-		return Hypothesis{}, nil
+		return asr.Hypothesis{}, nil
 	}
 	return e.words(e.partials[i]), nil
 }
 
-func (e *scripted) Final(ctx context.Context) (Hypothesis, error) {
+func (e *scripted) Final(ctx context.Context) (asr.Hypothesis, error) {
 	e.record(fmt.Sprintf("final %d", e.fed))
 	if e.failAt == "final" {
-		return Hypothesis{}, errors.New("engine broke")
+		return asr.Hypothesis{}, errors.New("engine broke")
 	}
 	return e.words(e.final), nil
 }
@@ -329,31 +218,31 @@ func markingDriver(steps []step, pace bool, mark func(string)) iu.Module {
 
 // runScripted runs a driver into an ASR module with engine e and returns what the ASR
 // sent and the network's error.
-func runScripted(t *testing.T, cfg Config, e Engine, steps []step, virtual bool) ([]received, error) {
+func runScripted(t *testing.T, cfg asr.Config, e asr.Engine, steps []step, virtual bool) ([]asrtest.Received, error) {
 	t.Helper()
 	return runDriver(t, cfg, e, driver(steps, virtual), virtual, nil)
 }
 
 // runDriver runs driver d into an ASR module with engine e, logging to log when it is
 // not nil, and returns what the ASR sent and the network's error.
-func runDriver(t *testing.T, cfg Config, e Engine, d iu.Module, virtual bool, log *zap.Logger) ([]received, error) {
+func runDriver(t *testing.T, cfg asr.Config, e asr.Engine, d iu.Module, virtual bool, log *zap.Logger) ([]asrtest.Received, error) {
 	t.Helper()
 	var opts []iu.Option
 	if log != nil {
 		opts = append(opts, iu.WithLogger(log))
 	}
 	if virtual {
-		clk := clock.NewVirtual(virtualStart)
+		clk := clock.NewVirtual(asrtest.VirtualStart)
 		defer clk.Close()
 		opts = append(opts, iu.WithClock(clk))
 	}
 	net := iu.NewNetwork(opts...)
-	m, err := New("asr", cfg, e)
+	m, err := asr.New("asr", cfg, e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []received
-	if err := net.Add(d, m, collector("sink", &got)); err != nil {
+	var got []asrtest.Received
+	if err := net.Add(d, m, asrtest.Collector("sink", &got)); err != nil {
 		t.Fatal(err)
 	}
 	if err := net.Connect(d, m); err != nil {
@@ -367,24 +256,8 @@ func runDriver(t *testing.T, cfg Config, e Engine, d iu.Module, virtual bool, lo
 	return got, net.Run(ctx)
 }
 
-// trace renders the word updates as "add a", "revoke b", ... for comparison.
-func trace(got []received) []string {
-	var out []string
-	for _, r := range got {
-		switch pl := r.up.IU.Payload.(type) {
-		case Word:
-			out = append(out, r.up.Type.String()+" "+pl.Text)
-		case Utterance:
-			if r.up.Type == iu.Add {
-				out = append(out, "utterance "+pl.Text)
-			}
-		}
-	}
-	return out
-}
-
-func scriptedConfig() Config {
-	c := DefaultConfig()
+func scriptedConfig() asr.Config {
+	c := asr.DefaultConfig()
 	c.Hop = 100 * time.Millisecond
 	return c
 }
@@ -450,8 +323,8 @@ func TestModuleScripted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			contract(t, got)
-			if tr := trace(got); !slices.Equal(tr, tc.want) {
+			asrtest.Contract(t, got)
+			if tr := asrtest.Trace(got); !slices.Equal(tr, tc.want) {
 				t.Fatalf("updates\n%q\nwant\n%q\nengine calls %q", tr, tc.want, e.calls())
 			}
 		})
@@ -466,7 +339,7 @@ func TestModuleUtteranceTiming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	utts := contract(t, got)
+	utts := asrtest.Contract(t, got)
 	if len(utts) != 1 {
 		t.Fatalf("%d utterances", len(utts))
 	}
@@ -491,8 +364,8 @@ func TestModuleUtteranceTiming(t *testing.T) {
 	}
 	// Words are reported while the user speaks, long before the end of turn.
 	for _, r := range got {
-		if r.up.Type == iu.Add && r.up.IU.Payload.Kind() == "word" && r.at > onset+300*time.Millisecond {
-			t.Errorf("word %s added at %v", r.up.IU.Payload.Summary(), r.at)
+		if r.Up.Type == iu.Add && r.Up.IU.Payload.Kind() == "word" && r.At > onset+300*time.Millisecond {
+			t.Errorf("word %s added at %v", r.Up.IU.Payload.Summary(), r.At)
 		}
 	}
 }
@@ -504,7 +377,7 @@ func TestModuleTwoTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	utts := contract(t, got)
+	utts := asrtest.Contract(t, got)
 	if len(utts) != 2 || utts[0].ID != 1 || utts[1].ID != 2 || utts[0].Text != "yes" || utts[1].Text != "yes" {
 		t.Fatalf("utterances %+v", utts)
 	}
@@ -535,7 +408,7 @@ func TestModuleEndOfTurnCancelsPartial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	utts := contract(t, got)
+	utts := asrtest.Contract(t, got)
 	if len(utts) != 1 || utts[0].Text != "done" {
 		t.Fatalf("utterances %+v", utts)
 	}
@@ -556,7 +429,7 @@ func TestModuleEndOfTurnCancelsFeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	utts := contract(t, got)
+	utts := asrtest.Contract(t, got)
 	if len(utts) != 1 || utts[0].Text != "done" {
 		t.Fatalf("utterances %+v", utts)
 	}
@@ -573,7 +446,7 @@ func TestModuleInputEndsMidTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	utts := contract(t, got)
+	utts := asrtest.Contract(t, got)
 	if len(utts) != 1 || utts[0].Text != "half done" {
 		t.Fatalf("utterances %+v", utts)
 	}
@@ -590,30 +463,25 @@ func TestModuleEngineErrors(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	if err := DefaultConfig().Validate(); err != nil {
+	if err := asr.DefaultConfig().Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for name, mod := range map[string]func(*Config){
-		"zero hop":          func(c *Config) { c.Hop = 0 },
-		"zero agreement":    func(c *Config) { c.Agreement = 0 },
-		"negative pre-roll": func(c *Config) { c.PreRoll = -1 },
-		"short history":     func(c *Config) { c.History = c.PreRoll },
+	for name, mod := range map[string]func(*asr.Config){
+		"zero hop":          func(c *asr.Config) { c.Hop = 0 },
+		"zero agreement":    func(c *asr.Config) { c.Agreement = 0 },
+		"negative pre-roll": func(c *asr.Config) { c.PreRoll = -1 },
+		"short history":     func(c *asr.Config) { c.History = c.PreRoll },
 	} {
-		c := DefaultConfig()
+		c := asr.DefaultConfig()
 		mod(&c)
 		if c.Validate() == nil {
 			t.Errorf("%s accepted", name)
 		}
-		if _, err := New("asr", c, &scripted{}); err == nil {
+		if _, err := asr.New("asr", c, &scripted{}); err == nil {
 			t.Errorf("%s: New accepted", name)
 		}
 	}
-	if _, err := New("asr", DefaultConfig(), nil); err == nil {
+	if _, err := asr.New("asr", asr.DefaultConfig(), nil); err == nil {
 		t.Error("New without an engine succeeded")
-	}
-	c := DefaultConfig()
-	c.Engine = "kaldi"
-	if _, err := Open("asr", c); err == nil {
-		t.Error("unknown engine accepted")
 	}
 }

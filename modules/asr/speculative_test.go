@@ -1,8 +1,7 @@
-package asr
+package asr_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -11,10 +10,8 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
-	"github.com/parley-voice/parley/internal/testenv"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
+	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/asr/asrtest"
 )
 
 // sideScripted is a scripted engine that also decodes finals on the side (FinalDecoder).
@@ -33,7 +30,7 @@ type sideScripted struct {
 
 func (e *sideScripted) StatelessFinal() bool { return true }
 
-func (e *sideScripted) FinalOf(ctx context.Context, samples []float32) (Hypothesis, error) {
+func (e *sideScripted) FinalOf(ctx context.Context, samples []float32) (asr.Hypothesis, error) {
 	e.record(fmt.Sprintf("finalof %d", len(samples)))
 	n := e.nFinalOf
 	e.nFinalOf++
@@ -41,33 +38,9 @@ func (e *sideScripted) FinalOf(ctx context.Context, samples []float32) (Hypothes
 		close(e.started)
 		<-ctx.Done()
 		e.record("finalof cancelled")
-		return Hypothesis{}, ctx.Err()
+		return asr.Hypothesis{}, ctx.Err()
 	}
 	return e.words(e.finals[min(n, len(e.finals)-1)]), nil
-}
-
-// debugLog returns a logger that keeps every entry for the test to read.
-func debugLog() (*zap.Logger, *observer.ObservedLogs) {
-	core, logs := observer.New(zapcore.DebugLevel)
-	return zap.New(core), logs
-}
-
-// committed returns, per committed utterance, whether its final decode was speculative.
-func committed(logs *observer.ObservedLogs) []bool {
-	var out []bool
-	for _, e := range logs.FilterMessage("utterance committed").All() {
-		out = append(out, e.ContextMap()["speculative"].(bool))
-	}
-	return out
-}
-
-// dropped returns why speculative final decodes were dropped.
-func dropped(logs *observer.ObservedLogs) []string {
-	var out []string
-	for _, e := range logs.FilterMessage("speculative final dropped").All() {
-		out = append(out, e.ContextMap()["why"].(string))
-	}
-	return out
 }
 
 // samplesFor is the number of samples between two stream times.
@@ -86,17 +59,17 @@ func TestModuleSpeculativeFinal(t *testing.T) {
 	cfg := scriptedConfig()
 	// The final decode covers the pre-roll before the onset to Trailing after the speech.
 	want := fmt.Sprintf("finalof %d", samplesFor(400*time.Millisecond-cfg.PreRoll, 1200*time.Millisecond+cfg.Trailing))
-	var utts [2][]Utterance
+	var utts [2][]asr.Utterance
 	for i, speculative := range []bool{true, false} {
 		t.Run(fmt.Sprintf("speculative=%v", speculative), func(t *testing.T) {
 			cfg.Speculative = speculative
 			e := &sideScripted{scripted: scripted{partials: []string{"go", "go forward", "go forward ten"}}, finals: []string{"go forward ten meters"}}
-			log, logs := debugLog()
+			log, logs := asrtest.DebugLog()
 			got, err := runDriver(t, cfg, e, markingDriver(steps, true, e.record), true, log)
 			if err != nil {
 				t.Fatal(err)
 			}
-			utts[i] = contract(t, got)
+			utts[i] = asrtest.Contract(t, got)
 			if len(utts[i]) != 1 || utts[i][0].Text != "go forward ten meters" {
 				t.Fatalf("utterances %+v", utts[i])
 			}
@@ -111,14 +84,14 @@ func TestModuleSpeculativeFinal(t *testing.T) {
 				if fin > eot || fin != eot-1 {
 					t.Errorf("engine calls %q: the final decode should come right before the end of turn", calls)
 				}
-				if c := committed(logs); !slices.Equal(c, []bool{true}) {
+				if c := asrtest.Committed(logs); !slices.Equal(c, []bool{true}) {
 					t.Errorf("commits (speculative?) %v", c)
 				}
 			} else {
 				if fin < eot {
 					t.Errorf("engine calls %q: the final decode should follow the end of turn", calls)
 				}
-				if c := committed(logs); !slices.Equal(c, []bool{false}) {
+				if c := asrtest.Committed(logs); !slices.Equal(c, []bool{false}) {
 					t.Errorf("commits (speculative?) %v", c)
 				}
 			}
@@ -140,12 +113,12 @@ func TestModuleSpeculationDroppedWhenSpeechResumes(t *testing.T) {
 	}
 	cfg := scriptedConfig()
 	e := &sideScripted{scripted: scripted{partials: []string{"a", "a b", "a b c"}}, finals: []string{"stale", "fresh words"}}
-	log, logs := debugLog()
+	log, logs := asrtest.DebugLog()
 	got, err := runDriver(t, cfg, e, markingDriver(steps, true, e.record), true, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	utts := contract(t, got)
+	utts := asrtest.Contract(t, got)
 	if len(utts) != 1 || utts[0].Text != "fresh words" {
 		t.Fatalf("utterances %+v", utts)
 	}
@@ -160,7 +133,7 @@ func TestModuleSpeculationDroppedWhenSpeechResumes(t *testing.T) {
 	if !slices.Contains(calls[i1:i2], "partial") {
 		t.Errorf("engine calls %q: no partial decode after speech resumed", calls)
 	}
-	if d := dropped(logs); !slices.Equal(d, []string{"speech resumed"}) {
+	if d := asrtest.Dropped(logs); !slices.Equal(d, []string{"speech resumed"}) {
 		t.Errorf("dropped speculations %q", d)
 	}
 	if u := utts[0]; u.AudioEnd != 1900*time.Millisecond-segLag+cfg.Trailing {
@@ -178,12 +151,12 @@ func TestModuleSpeculationCancelled(t *testing.T) {
 		{eot: true}, {frames: 5},
 	}
 	e := &sideScripted{scripted: scripted{partials: []string{"x"}}, finals: []string{"stale", "fresh"}, blockFirst: true, started: started}
-	log, logs := debugLog()
+	log, logs := asrtest.DebugLog()
 	got, err := runDriver(t, scriptedConfig(), e, driver(steps, false), false, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	utts := contract(t, got)
+	utts := asrtest.Contract(t, got)
 	if len(utts) != 1 || utts[0].Text != "fresh" {
 		t.Fatalf("utterances %+v", utts)
 	}
@@ -192,7 +165,7 @@ func TestModuleSpeculationCancelled(t *testing.T) {
 	if !slices.Contains(calls, "finalof cancelled") || len(decodes) != 2 {
 		t.Fatalf("engine calls %q", calls)
 	}
-	if d := dropped(logs); !slices.Equal(d, []string{"speech resumed"}) {
+	if d := asrtest.Dropped(logs); !slices.Equal(d, []string{"speech resumed"}) {
 		t.Errorf("dropped speculations %q", d)
 	}
 }
@@ -204,12 +177,12 @@ func TestModuleSpeculationEndOfTurnDisagrees(t *testing.T) {
 	steps := []step{{frames: 20}, {onset: true}, {frames: 50}, {end: true}, {frames: 30}, {eot: true, eotEnd: 1300 * time.Millisecond}, {frames: 10}}
 	cfg := scriptedConfig()
 	e := &sideScripted{scripted: scripted{partials: []string{"x"}}, finals: []string{"stale", "fresh"}}
-	log, logs := debugLog()
+	log, logs := asrtest.DebugLog()
 	got, err := runDriver(t, cfg, e, markingDriver(steps, true, e.record), true, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	utts := contract(t, got)
+	utts := asrtest.Contract(t, got)
 	if len(utts) != 1 || utts[0].Text != "fresh" || utts[0].AudioEnd != 1300*time.Millisecond+cfg.Trailing {
 		t.Fatalf("utterances %+v", utts)
 	}
@@ -222,10 +195,10 @@ func TestModuleSpeculationEndOfTurnDisagrees(t *testing.T) {
 	if calls := e.calls(); !slices.Equal(calls[len(calls)-3:], want) {
 		t.Fatalf("engine calls %q, want them to end with %q", calls, want)
 	}
-	if d := dropped(logs); len(d) != 1 || !strings.Contains(d[0], "end of turn") {
+	if d := asrtest.Dropped(logs); len(d) != 1 || !strings.Contains(d[0], "end of turn") {
 		t.Errorf("dropped speculations %q", d)
 	}
-	if c := committed(logs); !slices.Equal(c, []bool{false}) {
+	if c := asrtest.Committed(logs); !slices.Equal(c, []bool{false}) {
 		t.Errorf("commits (speculative?) %v", c)
 	}
 }
@@ -243,170 +216,14 @@ func TestModuleSpeculativeNeedsStatelessFinal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		contract(t, got)
+		asrtest.Contract(t, got)
 		calls := e.calls()
 		if eot := slices.Index(calls, "eot"); eot < 0 || !strings.HasPrefix(calls[len(calls)-1], "final ") || eot > len(calls)-2 {
 			t.Fatalf("speculative=%v: engine calls %q", speculative, calls)
 		}
-		traces[i] = trace(got)
+		traces[i] = asrtest.Trace(got)
 	}
 	if !slices.Equal(traces[0], traces[1]) {
 		t.Errorf("updates with speculation %q, without %q", traces[0], traces[1])
-	}
-}
-
-// TestPocketsphinxSpeculativeMatchesTurnEnd replays shared recordings through the real
-// VAD and pocketsphinx: with speculation every turn commits a speculative final decode,
-// and the utterances (text, word times, confidences) are exactly those of final decodes
-// started at the end of turn.
-func TestPocketsphinxSpeculativeMatchesTurnEnd(t *testing.T) {
-	needPocketsphinx(t)
-	files := []string{"goforward.wav", "austen-0880.wav", "jfk.wav", "v2j_what_time_is_it.wav"}
-	if testing.Short() {
-		files = []string{"goforward.wav", "jfk.wav"}
-	}
-	ref, err := NewPocketsphinxEngine(DefaultPocketsphinxConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
-	for _, name := range files {
-		t.Run(name, func(t *testing.T) {
-			path := testenv.SharedFile(t, "audio/"+name)
-			var utts [2][]Utterance
-			var logs [2]*observer.ObservedLogs
-			for i, speculative := range []bool{true, false} {
-				e, err := NewPocketsphinxEngine(DefaultPocketsphinxConfig())
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg := DefaultConfig()
-				cfg.Speculative = speculative
-				var log *zap.Logger
-				log, logs[i] = debugLog()
-				run := runPipeline(t, path, cfg, e, pipelineOptions{log: log})
-				e.Close()
-				utts[i] = contract(t, run.asr)
-				if len(utts[i]) == 0 {
-					t.Fatal("no utterance")
-				}
-			}
-			if !reflect.DeepEqual(utts[0], utts[1]) {
-				t.Fatalf("utterances with speculation\n%+v\nwithout\n%+v", utts[0], utts[1])
-			}
-			checkFinals(t, utts[0], streamAudio(t, path), ref)
-			spec, plain := committed(logs[0]), committed(logs[1])
-			if len(spec) != len(utts[0]) || slices.Contains(spec, false) {
-				t.Errorf("with speculation, commits (speculative?) %v", spec)
-			}
-			if len(plain) != len(utts[1]) || slices.Contains(plain, true) {
-				t.Errorf("without speculation, commits (speculative?) %v", plain)
-			}
-			d := dropped(logs[0])
-			if name == "jfk.wav" && !slices.Contains(d, "speech resumed") {
-				// Its last turn has two segments 0.5 s apart: the end of the first
-				// starts a speculation that the second drops.
-				t.Errorf("jfk: dropped speculations %q, want one dropped when speech resumed", d)
-			}
-			var text []string
-			for _, u := range utts[0] {
-				text = append(text, u.Text)
-			}
-			t.Logf("%d utterances %q; speculations dropped: %q", len(utts[0]), text, d)
-		})
-	}
-}
-
-// TestPocketsphinxFinalOf checks the engine's side decode: FinalOf gives exactly what
-// Start, Feed, Final give (words, times, confidences), whether the streaming pass has an
-// utterance open or not, and leaves the streaming pass exactly as a twin engine that
-// never ran FinalOf.
-func TestPocketsphinxFinalOf(t *testing.T) {
-	needPocketsphinx(t)
-	ctx := context.Background()
-	newEngine := func(cfg PocketsphinxConfig) *PocketsphinxEngine {
-		e, err := NewPocketsphinxEngine(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		return e
-	}
-	ref, e, twin := newEngine(DefaultPocketsphinxConfig()), newEngine(DefaultPocketsphinxConfig()), newEngine(DefaultPocketsphinxConfig())
-	// Both streaming engines heard something before, so that their live cepstral mean
-	// is not the initial one.
-	warm := benchAudio(t, "jfk.wav")[:2*audio.PipelineRate]
-	hop := int(audio.DurationToSamples(DefaultConfig().Hop, audio.PipelineRate))
-	streamDecode(t, e, warm, hop)
-	streamDecode(t, twin, warm, hop)
-	must := func(h Hypothesis, err error) Hypothesis {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
-	for _, name := range []string{"goforward.wav", "v2j_what_time_is_it.wav"} {
-		samples := benchAudio(t, name)
-		if err := ref.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := ref.Feed(ctx, samples); err != nil {
-			t.Fatal(err)
-		}
-		want := must(ref.Final(ctx))
-		if len(want.Words) == 0 {
-			t.Fatalf("%s: nothing recognised", name)
-		}
-		half := len(samples) / 2
-		for _, en := range []*PocketsphinxEngine{e, twin} {
-			if err := en.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := en.Feed(ctx, samples[:half]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// On the side, while the streaming pass has half the recording.
-		if got := must(e.FinalOf(ctx, samples)); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: FinalOf during streaming\n%+v\nwant\n%+v", name, got, want)
-		}
-		if got, tw := must(e.Partial(ctx)), must(twin.Partial(ctx)); !reflect.DeepEqual(got, tw) {
-			t.Errorf("%s: partial after FinalOf %q, without %q", name, got.Text(), tw.Text())
-		}
-		for _, en := range []*PocketsphinxEngine{e, twin} {
-			if err := en.Feed(ctx, samples[half:]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got, tw := must(e.Partial(ctx)), must(twin.Partial(ctx)); !reflect.DeepEqual(got, tw) {
-			t.Errorf("%s: partial of the whole recording after FinalOf %q, without %q", name, got.Text(), tw.Text())
-		}
-		if got := must(e.Final(ctx)); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: Final after FinalOf %q, want %q", name, got.Text(), want.Text())
-		}
-		must(twin.Final(ctx))
-		// Between utterances (no streaming utterance open).
-		if got := must(e.FinalOf(ctx, samples)); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: FinalOf between utterances\n%+v\nwant\n%+v", name, got, want)
-		}
-	}
-	if h := must(e.FinalOf(ctx, nil)); len(h.Words) != 0 {
-		t.Errorf("FinalOf(nothing) = %q", h.Text())
-	}
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := e.FinalOf(cancelled, warm); !errors.Is(err, context.Canceled) {
-		t.Errorf("FinalOf with a cancelled context: %v", err)
-	}
-
-	cfg := DefaultPocketsphinxConfig()
-	cfg.FinalPass = false
-	streaming := newEngine(cfg)
-	if streaming.StatelessFinal() {
-		t.Error("without the final pass the final hypothesis is stateful")
-	}
-	if _, err := streaming.FinalOf(ctx, warm); !errors.Is(err, ErrStatefulFinal) {
-		t.Errorf("FinalOf without the final pass: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
-// Package vad is the voice activity module: it runs Silero VAD over the user's audio as
-// it arrives, reports each stretch of user speech as a vad.Segment IU and the end of the
-// user's turn as a vad.EndOfTurn IU. It also follows the agent's own speaking state, so
+// Package vad is the voice activity module: it scores the user's audio for speech as it
+// arrives (with a Scorer: Silero VAD, which package silero opens), reports each stretch
+// of user speech as a vad.Segment IU and the end of the user's turn as a vad.EndOfTurn
+// IU. It also follows the agent's own speaking state, so
 // that a segment says whether the user started speaking while the agent was audible.
 package vad
 
@@ -8,12 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/parley-voice/parley/audio"
-	"github.com/parley-voice/parley/engines/ggml"
-	"github.com/parley-voice/parley/engines/whisper"
 	"github.com/parley-voice/parley/iu"
 )
 
@@ -158,8 +156,8 @@ func (e EndOfTurn) Summary() string {
 	return fmt.Sprintf("end of turn: speech %.2fs–%.2fs, silence %.2fs", e.SpeechStart.Seconds(), e.SpeechEnd.Seconds(), e.Silence.Seconds())
 }
 
-// Scorer scores audio for speech, 16 kHz mono, window by window; engines/whisper.VAD
-// implements it.
+// Scorer scores audio for speech, 16 kHz mono, window by window; package silero opens
+// one (Silero VAD through libwhisper).
 type Scorer interface {
 	// WindowSize is the number of samples per probability.
 	WindowSize() int
@@ -181,7 +179,6 @@ type Module struct {
 	name   string
 	cfg    Config
 	scorer Scorer
-	closer io.Closer
 }
 
 // New returns a VAD module that scores with s. The caller keeps ownership of s.
@@ -193,41 +190,6 @@ func New(name string, cfg Config, s Scorer) (*Module, error) {
 		return nil, errors.New("vad: no scorer")
 	}
 	return &Module{name: name, cfg: cfg, scorer: s}, nil
-}
-
-// Open loads cfg.Model with libwhisper and returns a module that owns it; Close it after
-// the network ran.
-func Open(name string, cfg Config) (*Module, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if cfg.Model == "" {
-		return nil, errors.New("vad: no model configured")
-	}
-	if err := ggml.LoadBackends(); err != nil {
-		return nil, fmt.Errorf("vad: %w", err)
-	}
-	v, err := whisper.NewVAD(cfg.Model, whisper.VADParams{Threads: cfg.Threads})
-	if err != nil {
-		return nil, fmt.Errorf("vad: %w", err)
-	}
-	m, err := New(name, cfg, v)
-	if err != nil {
-		v.Close()
-		return nil, err
-	}
-	m.closer = v
-	return m, nil
-}
-
-// Close frees the model loaded by Open. Call it after Run returned.
-func (m *Module) Close() error {
-	if m.closer == nil {
-		return nil
-	}
-	err := m.closer.Close()
-	m.closer = nil
-	return err
 }
 
 // Name implements iu.Module.

@@ -1,0 +1,77 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/asr/sphinx"
+	"github.com/parley-voice/parley/modules/asr/whispercpp"
+	"github.com/parley-voice/parley/modules/vad"
+	"github.com/parley-voice/parley/modules/vad/silero"
+)
+
+// The module packages are pure Go; the functions here open the engines a configuration
+// names (the cgo adapters in the modules' subpackages) and make the modules around them.
+// Each returns, beside the module, the function that frees its engine after the network
+// ran.
+
+// openVAD makes the VAD module with its Silero scorer.
+func openVAD(name string, cfg vad.Config) (*vad.Module, func() error, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	scorer, err := silero.Open(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := vad.New(name, cfg, scorer)
+	if err != nil {
+		scorer.Close()
+		return nil, nil, err
+	}
+	return m, scorer.Close, nil
+}
+
+// ASREngine is a recogniser that holds native resources.
+type ASREngine interface {
+	asr.Engine
+	io.Closer
+}
+
+// OpenASREngine opens the recogniser cfg.Engine names: "whisper" (whisper.cpp) or
+// "pocketsphinx" (the default).
+func OpenASREngine(cfg asr.Config) (ASREngine, error) {
+	switch cfg.Engine {
+	case "whisper":
+		e, err := whispercpp.New(cfg.Whisper)
+		if err != nil {
+			return nil, err
+		}
+		return e, nil
+	case "pocketsphinx", "":
+		e, err := sphinx.New(cfg.Pocketsphinx)
+		if err != nil {
+			return nil, err
+		}
+		return e, nil
+	}
+	return nil, fmt.Errorf("asr: unknown engine %q (want whisper or pocketsphinx)", cfg.Engine)
+}
+
+// openASR makes the ASR module with the engine cfg names.
+func openASR(name string, cfg asr.Config) (*asr.Module, func() error, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	e, err := OpenASREngine(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := asr.New(name, cfg, e)
+	if err != nil {
+		e.Close()
+		return nil, nil, err
+	}
+	return m, e.Close, nil
+}

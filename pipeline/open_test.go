@@ -1,0 +1,46 @@
+package pipeline
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/parley-voice/parley/engines/pocketsphinx"
+	"github.com/parley-voice/parley/internal/testenv"
+	"github.com/parley-voice/parley/modules/asr"
+)
+
+func TestOpenASR(t *testing.T) {
+	hmm, _, _ := pocketsphinx.DefaultModel()
+	if _, err := os.Stat(filepath.Join(hmm, "mdef")); err != nil {
+		testenv.Missing(t, "the pocketsphinx en-us model", "install pocketsphinx-en-us; "+testenv.EnvFix)
+	}
+	cfg := asr.DefaultConfig()
+	_, closeASR, err := openASR("asr", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := closeASR(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Engine = "whisper"
+	cfg.Whisper.Model = testenv.SharedFile(t, "models/ggml-tiny.en-for-tests.bin")
+	cfg.Whisper.Threads = 2
+	_, closeASR, err = openASR("asr", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeASR()
+	cfg.Whisper.Model = ""
+	if _, _, err := openASR("asr", cfg); err == nil {
+		t.Fatal("whisper without a model opened")
+	}
+	cfg.Whisper.Model = filepath.Join(t.TempDir(), "missing.bin")
+	if _, _, err := openASR("asr", cfg); err == nil {
+		t.Fatal("whisper with a missing model opened")
+	}
+	cfg.Engine = "kaldi"
+	if _, _, err := openASR("asr", cfg); err == nil {
+		t.Error("unknown engine accepted")
+	}
+}
