@@ -323,7 +323,7 @@ const DefaultSummaryInstructions = "You keep notes on a spoken conversation betw
 // LLMSummarizer writes summaries with a language model.
 //
 // Give it a Completer with its own inference context (for example a second
-// llm.LlamaEngine on the same, shared model): an engine runs one generation at a time,
+// llamacpp.Engine on the same, shared model): an engine runs one generation at a time,
 // so a summary on the agent's own engine would hold up the agent's next reply.
 type LLMSummarizer struct {
 	Completer Completer

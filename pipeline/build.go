@@ -16,6 +16,7 @@ import (
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/modules/hold"
 	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/llm/llamacpp"
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/tts"
 	"go.uber.org/zap"
@@ -106,7 +107,7 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 		}
 		e.closers = append(e.closers, model.Close)
 		cp := llama.ContextParams{NCtx: cfg.LLM.Context, Threads: cfg.LLM.Threads}
-		eng, err := llm.NewLlamaEngine(model, llm.LlamaConfig{Context: cp})
+		eng, err := llamacpp.New(model, llamacpp.Config{Context: cp})
 		if err != nil {
 			e.Close()
 			return nil, err
@@ -116,13 +117,13 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 		e.Tokenizer = model
 		e.Context = cfg.LLM.Context
 		if e.Context == 0 {
-			e.Context = min(model.ContextTrainSize(), llm.DefaultMaxContext)
+			e.Context = min(model.ContextTrainSize(), llamacpp.DefaultMaxContext)
 		}
 		log.Info("LLM loaded", zap.String("model", cfg.LLM.Model), zap.String("description", model.Description()),
 			zap.Int("context", e.Context), zap.Int("threads", cfg.LLM.Threads))
 		if needsSummarizer(cfg) {
 			// Summaries run beside replies, so they get their own context on the same weights.
-			sum, err := llm.NewLlamaEngine(model, llm.LlamaConfig{Context: cp})
+			sum, err := llamacpp.New(model, llamacpp.Config{Context: cp})
 			if err != nil {
 				e.Close()
 				return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parley-voice/parley/engines/llama"
 	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/llm/llamacpp"
 	"go.uber.org/zap"
 )
 
@@ -93,7 +94,7 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 		if *model == "" {
 			return usageErrorf("--model FILE.gguf is required with --engine llama")
 		}
-		e, err := llm.OpenLlamaEngine(*model, llm.LlamaConfig{
+		e, err := llamacpp.Open(*model, llamacpp.Config{
 			Model:   llama.ModelParams{UseMmap: true},
 			Context: llama.ContextParams{NCtx: *nctx, Threads: *threads},
 		})

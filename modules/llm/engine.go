@@ -1,7 +1,8 @@
-// Package llm is Parley's "thinking" step: LLM engines that stream a completion for a
-// prompt (llama.cpp in-process, or an OpenAI-compatible HTTP server), the clause splitter
-// that turns the token stream into speakable clauses, and the network module that
-// generates the agent's turn when the dialogue manager asks for it.
+// Package llm is Parley's "thinking" step: the Engine interface for LLMs that stream a
+// completion for a prompt, the OpenAI-compatible HTTP engine (pure Go), the clause
+// splitter that turns the token stream into speakable clauses, and the network module
+// that generates the agent's turn when the dialogue manager asks for it. The in-process
+// llama.cpp engine is package llamacpp.
 package llm
 
 import (
@@ -9,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/parley-voice/parley/engines/llama"
 )
 
 // Sampling selects how the next token is chosen. The zero value is greedy decoding.
@@ -120,24 +119,22 @@ var ErrPromptTooLong = errors.New("llm: prompt too long for the context")
 // ErrClosed is returned by engines used after Close.
 var ErrClosed = errors.New("llm: engine closed")
 
-// cancelled builds the error of a generation stopped by ctx or by emit.
-func cancelled(ctx context.Context, emitErr error) error {
+// CancelledError is the error an engine's Generate returns when ctx or emit stopped the
+// generation (emitErr: emit's error, nil when ctx was cancelled).
+func CancelledError(ctx context.Context, emitErr error) error {
 	if emitErr != nil {
 		return fmt.Errorf("llm: generation stopped by its consumer: %w", emitErr)
 	}
 	return fmt.Errorf("llm: generation cancelled: %w", context.Cause(ctx))
 }
 
-func tokensPerSecond(tokens int, d time.Duration) float64 {
+// TokensPerSecond is the decode speed engines report: tokens over d (0 when either is
+// not positive).
+func TokensPerSecond(tokens int, d time.Duration) float64 {
 	if tokens <= 0 || d <= 0 {
 		return 0
 	}
 	return float64(tokens) / d.Seconds()
 }
 
-// Compile-time checks of the contracts other packages rely on.
-var (
-	_ Engine    = (*LlamaEngine)(nil)
-	_ Engine    = (*HTTPEngine)(nil)
-	_ Tokenizer = (*llama.Model)(nil)
-)
+var _ Engine = (*HTTPEngine)(nil)

@@ -284,7 +284,7 @@ func (e *HTTPEngine) Generate(ctx context.Context, req Request, emit func(string
 	case e.turn <- struct{}{}:
 	case <-ctx.Done():
 		res.StopReason = StopCancelled
-		return res, cancelled(ctx, nil)
+		return res, CancelledError(ctx, nil)
 	}
 	defer func() { <-e.turn }()
 
@@ -303,7 +303,7 @@ func (e *HTTPEngine) Generate(ctx context.Context, req Request, emit func(string
 	if err != nil {
 		if ctx.Err() != nil {
 			res.StopReason = StopCancelled
-			return res, cancelled(ctx, nil)
+			return res, CancelledError(ctx, nil)
 		}
 		if errors.Is(context.Cause(reqCtx), ErrIdleTimeout) {
 			return res, fmt.Errorf("%w (%v) waiting for %s to answer", ErrIdleTimeout, e.cfg.Timeout, e.endpoint)
@@ -312,8 +312,8 @@ func (e *HTTPEngine) Generate(ctx context.Context, req Request, emit func(string
 	}
 	defer resp.Body.Close()
 
-	text := newTextStream(req.Stop)
-	defer func() { res.Text = text.text() }()
+	text := NewTextStream(req.Stop)
+	defer func() { res.Text = text.Text() }()
 	var (
 		chunks   int
 		finished bool
@@ -329,7 +329,7 @@ func (e *HTTPEngine) Generate(ctx context.Context, req Request, emit func(string
 			switch {
 			case ctx.Err() != nil:
 				res.StopReason = StopCancelled
-				return res, cancelled(ctx, nil)
+				return res, CancelledError(ctx, nil)
 			case errors.Is(context.Cause(reqCtx), ErrIdleTimeout):
 				return res, fmt.Errorf("%w (%v) while streaming from %s after %d chunks", ErrIdleTimeout, e.cfg.Timeout, e.endpoint, chunks)
 			case errors.Is(err, io.EOF) && finished:
@@ -390,15 +390,15 @@ func (e *HTTPEngine) Generate(ctx context.Context, req Request, emit func(string
 				first = time.Now()
 				res.TimeToFirstToken = first.Sub(start)
 			}
-			out, stopped := text.push(piece)
+			out, stopped := text.Push(piece)
 			if out != "" {
 				if ctx.Err() != nil {
 					res.StopReason = StopCancelled
-					return res, cancelled(ctx, nil)
+					return res, CancelledError(ctx, nil)
 				}
 				if err := emit(out); err != nil {
 					res.StopReason = StopCancelled
-					return res, cancelled(ctx, err)
+					return res, CancelledError(ctx, err)
 				}
 			}
 			if stopped {
@@ -414,15 +414,15 @@ func (e *HTTPEngine) Generate(ctx context.Context, req Request, emit func(string
 }
 
 // finish completes a generation whose stream ended properly.
-func (e *HTTPEngine) finish(ctx context.Context, res *Result, text *textStream, emit func(string) error, chunks int, usage bool, tps float64, first time.Time) (Result, error) {
-	if out := text.flush(); out != "" {
+func (e *HTTPEngine) finish(ctx context.Context, res *Result, text *TextStream, emit func(string) error, chunks int, usage bool, tps float64, first time.Time) (Result, error) {
+	if out := text.Flush(); out != "" {
 		if ctx.Err() != nil {
 			res.StopReason = StopCancelled
-			return *res, cancelled(ctx, nil)
+			return *res, CancelledError(ctx, nil)
 		}
 		if err := emit(out); err != nil {
 			res.StopReason = StopCancelled
-			return *res, cancelled(ctx, err)
+			return *res, CancelledError(ctx, err)
 		}
 	}
 	if !usage {
@@ -442,7 +442,7 @@ func streamRate(tokens int, first time.Time) float64 {
 	if first.IsZero() || tokens < 2 {
 		return 0
 	}
-	return tokensPerSecond(tokens-1, time.Since(first))
+	return TokensPerSecond(tokens-1, time.Since(first))
 }
 
 // post sends the request, retrying while the server cannot be reached or is loading.

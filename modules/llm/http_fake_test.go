@@ -1,4 +1,4 @@
-package llm
+package llm_test
 
 // Tests of the HTTP engine against scripted servers, for what a real llama-server does
 // not do on demand: malformed streams, error events, authentication, silence. The real
@@ -16,6 +16,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/llm/llmtest"
 )
 
 // scripted serves each request with the handler's stream.
@@ -55,11 +58,11 @@ func TestHTTPEngineStreams(t *testing.T) {
 	}{
 		{name: "completions", handler: func(w http.ResponseWriter, r *http.Request) {
 			sseChunks(w, []string{"Hello", ",", " world"}, "length", true)
-		}, want: "Hello, world", stop: StopLength, tokens: 3},
+		}, want: "Hello, world", stop: llm.StopLength, tokens: 3},
 		{name: "finish without DONE", handler: func(w http.ResponseWriter, r *http.Request) {
 			sseChunks(w, []string{"a", "b"}, "stop", false)
-		}, want: "ab", stop: StopEOG, tokens: 2},
-		{name: "chat deltas", mode: ModeChat, handler: func(w http.ResponseWriter, r *http.Request) {
+		}, want: "ab", stop: llm.StopEOG, tokens: 2},
+		{name: "chat deltas", mode: llm.ModeChat, handler: func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path != "/v1/chat/completions" {
 				http.Error(w, "wrong path "+r.URL.Path, http.StatusNotFound)
 				return
@@ -70,10 +73,10 @@ func TestHTTPEngineStreams(t *testing.T) {
 			fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\" there\"},\"finish_reason\":\"stop\"}]}\n\n")
 			fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":2}}}\n\n")
 			fmt.Fprint(w, "data: [DONE]\n\n")
-		}, want: "Hi there", stop: StopEOG, tokens: 2},
+		}, want: "Hi there", stop: llm.StopEOG, tokens: 2},
 		{name: "split UTF-8 and stop across chunks", handler: func(w http.ResponseWriter, r *http.Request) {
 			sseChunks(w, []string{"caf", "é.\nUs", "er: no"}, "length", true)
-		}, want: "café.", stop: StopString, tokens: 3},
+		}, want: "café.", stop: llm.StopString, tokens: 3},
 		{name: "malformed JSON", handler: func(w http.ResponseWriter, r *http.Request) {
 			sseChunks(w, []string{"ok"}, "", false)
 			fmt.Fprint(w, "data: {\"choices\": [\n\n")
@@ -87,11 +90,11 @@ func TestHTTPEngineStreams(t *testing.T) {
 		}, errMatch: "overloaded"},
 		{name: "stream cut without finish", handler: func(w http.ResponseWriter, r *http.Request) {
 			sseChunks(w, []string{"par", "tial"}, "", false)
-		}, want: "partial", wantErr: ErrStreamBroken},
+		}, want: "partial", wantErr: llm.ErrStreamBroken},
 		{name: "event cut in the middle", handler: func(w http.ResponseWriter, r *http.Request) {
 			sseChunks(w, []string{"x"}, "", false)
 			fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"y\"")
-		}, want: "x", wantErr: ErrStreamBroken},
+		}, want: "x", wantErr: llm.ErrStreamBroken},
 		{name: "HTTP error with OpenAI body", handler: func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprint(w, `{"error":{"code":400,"message":"request (1202 tokens) exceeds the available context size (512 tokens)","type":"exceed_context_size_error"}}`)
@@ -103,9 +106,9 @@ func TestHTTPEngineStreams(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := scripted(t, tc.handler)
-			e := newHTTPEngine(t, HTTPConfig{URL: srv.URL, Mode: tc.mode, ConnectRetries: -1})
+			e := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL, Mode: tc.mode, ConnectRetries: -1})
 			var sb strings.Builder
-			res, err := e.Generate(context.Background(), Request{Prompt: "p", Stop: []string{"\nUser:"}}, func(s string) error {
+			res, err := e.Generate(context.Background(), llm.Request{Prompt: "p", Stop: []string{"\nUser:"}}, func(s string) error {
 				sb.WriteString(s)
 				return nil
 			})
@@ -129,7 +132,7 @@ func TestHTTPEngineStreams(t *testing.T) {
 					t.Errorf("stop %q tokens %d, want %q %d", res.StopReason, res.Tokens, tc.stop, tc.tokens)
 				}
 			}
-			if err != nil && res.StopReason != StopError {
+			if err != nil && res.StopReason != llm.StopError {
 				t.Errorf("failed generation has StopReason %q", res.StopReason)
 			}
 		})
@@ -146,9 +149,9 @@ func TestHTTPEngineAPIKeyNeverInErrors(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 		fmt.Fprintf(w, `{"error":{"message":"invalid key %s"}}`, key)
 	})
-	e := newHTTPEngine(t, HTTPConfig{URL: srv.URL, APIKeyEnv: "PARLEY_TEST_API_KEY"})
-	_, err := e.Generate(context.Background(), Request{Prompt: "p"}, func(string) error { return nil })
-	var he *HTTPError
+	e := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL, APIKeyEnv: "PARLEY_TEST_API_KEY"})
+	_, err := e.Generate(context.Background(), llm.Request{Prompt: "p"}, func(string) error { return nil })
+	var he *llm.HTTPError
 	if !errors.As(err, &he) || he.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("err = %v, want an HTTPError 401", err)
 	}
@@ -165,8 +168,8 @@ func TestHTTPEngineAPIKeyNeverInErrors(t *testing.T) {
 
 	// Without the variable no Authorization header is sent.
 	t.Setenv("PARLEY_TEST_API_KEY", "")
-	e2 := newHTTPEngine(t, HTTPConfig{URL: srv.URL, APIKeyEnv: "PARLEY_TEST_API_KEY"})
-	e2.Generate(context.Background(), Request{Prompt: "p"}, func(string) error { return nil })
+	e2 := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL, APIKeyEnv: "PARLEY_TEST_API_KEY"})
+	e2.Generate(context.Background(), llm.Request{Prompt: "p"}, func(string) error { return nil })
 	if got := sawAuth.Load(); got != "" {
 		t.Errorf("Authorization header %q without a key", got)
 	}
@@ -186,8 +189,8 @@ func TestHTTPEngineRequestBody(t *testing.T) {
 		}
 		return m
 	}
-	e := newHTTPEngine(t, HTTPConfig{URL: srv.URL, Model: "m1"})
-	collect(t, e, Request{Prompt: "hello", MaxTokens: 7, Stop: []string{"a", "b"}})
+	e := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL, Model: "m1"})
+	llmtest.Collect(t, e, llm.Request{Prompt: "hello", MaxTokens: 7, Stop: []string{"a", "b"}})
 	m := decode()
 	if m["prompt"] != "hello" || m["model"] != "m1" || m["max_tokens"] != 7.0 || m["stream"] != true || m["temperature"] != 0.0 {
 		t.Errorf("greedy body %v", m)
@@ -198,9 +201,9 @@ func TestHTTPEngineRequestBody(t *testing.T) {
 		}
 	}
 
-	e = newHTTPEngine(t, HTTPConfig{URL: srv.URL, Mode: ModeChat, SendStopToServer: true})
-	collect(t, e, Request{Prompt: "hi", Stop: []string{"1", "2", "3", "4", "5"},
-		Sampling: Sampling{Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05, RepeatPenalty: 1.1, Seed: 3}})
+	e = llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL, Mode: llm.ModeChat, SendStopToServer: true})
+	llmtest.Collect(t, e, llm.Request{Prompt: "hi", Stop: []string{"1", "2", "3", "4", "5"},
+		Sampling: llm.Sampling{Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05, RepeatPenalty: 1.1, Seed: 3}})
 	m = decode()
 	msgs, _ := m["messages"].([]any)
 	if len(msgs) != 1 || msgs[0].(map[string]any)["role"] != "user" || msgs[0].(map[string]any)["content"] != "hi" {
@@ -227,15 +230,15 @@ func TestHTTPEngineRetries(t *testing.T) {
 		}
 		sseChunks(w, []string{"ready"}, "length", true)
 	})
-	e := newHTTPEngine(t, HTTPConfig{URL: srv.URL, RetryDelay: 5 * time.Millisecond})
-	if _, res := collect(t, e, Request{Prompt: "p"}); res.Text != "ready" || calls.Load() != 3 {
+	e := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL, RetryDelay: 5 * time.Millisecond})
+	if _, res := llmtest.Collect(t, e, llm.Request{Prompt: "p"}); res.Text != "ready" || calls.Load() != 3 {
 		t.Errorf("after two 503s: %q in %d calls", res.Text, calls.Load())
 	}
 
 	calls.Store(0)
-	e = newHTTPEngine(t, HTTPConfig{URL: srv.URL, ConnectRetries: 1, RetryDelay: 5 * time.Millisecond})
-	_, err := e.Generate(context.Background(), Request{Prompt: "p"}, func(string) error { return nil })
-	var he *HTTPError
+	e = llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL, ConnectRetries: 1, RetryDelay: 5 * time.Millisecond})
+	_, err := e.Generate(context.Background(), llm.Request{Prompt: "p"}, func(string) error { return nil })
+	var he *llm.HTTPError
 	if !errors.As(err, &he) || he.StatusCode != 503 || !strings.Contains(err.Error(), "Loading model") || calls.Load() != 2 {
 		t.Errorf("one retry: err %v after %d calls", err, calls.Load())
 	}
@@ -243,18 +246,18 @@ func TestHTTPEngineRetries(t *testing.T) {
 	// Nothing listens: the error says so after the retries.
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
-	e = newHTTPEngine(t, HTTPConfig{URL: closed.URL, ConnectRetries: 2, RetryDelay: time.Millisecond})
-	_, err = e.Generate(context.Background(), Request{Prompt: "p"}, func(string) error { return nil })
-	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "after 3 attempts") || !strings.Contains(err.Error(), closed.URL) {
+	e = llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: closed.URL, ConnectRetries: 2, RetryDelay: time.Millisecond})
+	_, err = e.Generate(context.Background(), llm.Request{Prompt: "p"}, func(string) error { return nil })
+	if !errors.Is(err, llm.ErrUnreachable) || !strings.Contains(err.Error(), "after 3 attempts") || !strings.Contains(err.Error(), closed.URL) {
 		t.Errorf("unreachable: %v", err)
 	}
 
 	// Cancelling during the retry wait returns promptly.
-	e = newHTTPEngine(t, HTTPConfig{URL: closed.URL, ConnectRetries: 5, RetryDelay: time.Hour})
+	e = llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: closed.URL, ConnectRetries: 5, RetryDelay: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	res, err := e.Generate(ctx, Request{Prompt: "p"}, func(string) error { return nil })
-	if !errors.Is(err, context.DeadlineExceeded) || res.StopReason != StopCancelled {
+	res, err := e.Generate(ctx, llm.Request{Prompt: "p"}, func(string) error { return nil })
+	if !errors.Is(err, context.DeadlineExceeded) || res.StopReason != llm.StopCancelled {
 		t.Errorf("cancelled retry: %v, %q", err, res.StopReason)
 	}
 }
@@ -273,10 +276,10 @@ func TestHTTPEngineIdleTimeout(t *testing.T) {
 		sseChunks(w, []string{"first"}, "", false)
 		silence(r)
 	})
-	e := newHTTPEngine(t, HTTPConfig{URL: srv.URL, Timeout: 100 * time.Millisecond})
+	e := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL, Timeout: 100 * time.Millisecond})
 	start := time.Now()
-	res, err := e.Generate(context.Background(), Request{Prompt: "p"}, func(string) error { return nil })
-	if !errors.Is(err, ErrIdleTimeout) || res.Text != "first" {
+	res, err := e.Generate(context.Background(), llm.Request{Prompt: "p"}, func(string) error { return nil })
+	if !errors.Is(err, llm.ErrIdleTimeout) || res.Text != "first" {
 		t.Errorf("silent server: %v, text %q", err, res.Text)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -286,37 +289,8 @@ func TestHTTPEngineIdleTimeout(t *testing.T) {
 	slow := scripted(t, func(w http.ResponseWriter, r *http.Request) {
 		silence(r) // never answers
 	})
-	e = newHTTPEngine(t, HTTPConfig{URL: slow.URL, Timeout: 100 * time.Millisecond, ConnectRetries: -1})
-	if _, err := e.Generate(context.Background(), Request{Prompt: "p"}, func(string) error { return nil }); !errors.Is(err, ErrIdleTimeout) {
+	e = llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: slow.URL, Timeout: 100 * time.Millisecond, ConnectRetries: -1})
+	if _, err := e.Generate(context.Background(), llm.Request{Prompt: "p"}, func(string) error { return nil }); !errors.Is(err, llm.ErrIdleTimeout) {
 		t.Errorf("no answer: %v", err)
-	}
-}
-
-func TestHTTPEndpoints(t *testing.T) {
-	tests := []struct {
-		url, mode, endpoint, root string
-	}{
-		{"http://127.0.0.1:8080", ModeCompletions, "http://127.0.0.1:8080/v1/completions", "http://127.0.0.1:8080"},
-		{"http://127.0.0.1:8080/", ModeChat, "http://127.0.0.1:8080/v1/chat/completions", "http://127.0.0.1:8080"},
-		{"https://api.openai.com/v1", ModeChat, "https://api.openai.com/v1/chat/completions", "https://api.openai.com"},
-		{"http://localhost:11434/v1/", ModeCompletions, "http://localhost:11434/v1/completions", "http://localhost:11434"},
-		{"https://api.groq.com/openai/v1", ModeChat, "https://api.groq.com/openai/v1/chat/completions", "https://api.groq.com/openai"},
-		{"http://h:1/v1/chat/completions", ModeChat, "http://h:1/v1/chat/completions", "http://h:1"},
-		{"http://h:1/v1/completions", ModeCompletions, "http://h:1/v1/completions", "http://h:1"},
-		{"http://h:1/proxy", ModeCompletions, "http://h:1/proxy/v1/completions", "http://h:1/proxy"},
-	}
-	for _, tc := range tests {
-		ep, root, err := endpoints(tc.url, tc.mode)
-		if err != nil || ep != tc.endpoint || root != tc.root {
-			t.Errorf("endpoints(%q, %s) = %q, %q, %v; want %q, %q", tc.url, tc.mode, ep, root, err, tc.endpoint, tc.root)
-		}
-	}
-	for _, bad := range []string{"", "localhost:8080", "ftp://h/", "http://", "://x"} {
-		if _, _, err := endpoints(bad, ModeCompletions); err == nil {
-			t.Errorf("endpoints(%q) accepted", bad)
-		}
-	}
-	if _, err := NewHTTPEngine(HTTPConfig{URL: "http://h", Mode: "embeddings"}); err == nil {
-		t.Error("unknown mode accepted")
 	}
 }

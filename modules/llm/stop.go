@@ -5,24 +5,25 @@ import (
 	"unicode/utf8"
 )
 
-// textStream turns raw token pieces into text that is safe to emit: it holds back the
-// bytes of a UTF-8 character split across tokens, and any tail that could be the start
-// of a stop string, and cuts the text where a stop string appears.
+// TextStream turns an engine's raw token pieces into text that is safe to emit: it
+// holds back the bytes of a UTF-8 character split across tokens, and any tail that could
+// be the start of a stop string, and cuts the text where a stop string appears. Engines
+// use it to honour Request.Stop the same way.
 //
 // A stop string ends generation as soon as it is complete. When several complete in the
 // same piece, the one that ends first wins (ties: the one that starts first), so the
 // result does not depend on how the text was split into pieces.
-type textStream struct {
+type TextStream struct {
 	stops   []string
 	pending string // received, not emitted yet
 	emitted strings.Builder
 	stopped bool
 }
 
-// newTextStream ignores empty stop strings and ones that are not valid UTF-8 (which
+// NewTextStream returns a stream that cuts at stops. It ignores empty stop strings and ones that are not valid UTF-8 (which
 // could match inside a character).
-func newTextStream(stops []string) *textStream {
-	s := &textStream{}
+func NewTextStream(stops []string) *TextStream {
+	s := &TextStream{}
 	for _, st := range stops {
 		if st != "" && utf8.ValidString(st) {
 			s.stops = append(s.stops, st)
@@ -31,9 +32,9 @@ func newTextStream(stops []string) *textStream {
 	return s
 }
 
-// push adds a piece and returns the text that can be emitted now, and whether a stop
+// Push adds a piece and returns the text that can be emitted now, and whether a stop
 // string was found (after which push does nothing).
-func (s *textStream) push(piece string) (emit string, stop bool) {
+func (s *TextStream) Push(piece string) (emit string, stop bool) {
 	if s.stopped {
 		return "", true
 	}
@@ -48,9 +49,9 @@ func (s *textStream) push(piece string) (emit string, stop bool) {
 	return s.out(buf[:len(buf)-hold]), false
 }
 
-// flush returns what is still held back when generation ended without a stop string. A
+// Flush returns what is still held back when generation ended without a stop string. A
 // character left incomplete by the model is dropped.
-func (s *textStream) flush() string {
+func (s *TextStream) Flush() string {
 	if s.stopped {
 		return ""
 	}
@@ -59,12 +60,12 @@ func (s *textStream) flush() string {
 	return s.out(rest)
 }
 
-// text returns everything emitted so far.
-func (s *textStream) text() string { return s.emitted.String() }
+// Text returns everything emitted so far.
+func (s *TextStream) Text() string { return s.emitted.String() }
 
 // out sanitises text for emission (models can produce invalid byte sequences) and
 // records it.
-func (s *textStream) out(t string) string {
+func (s *TextStream) out(t string) string {
 	if !utf8.ValidString(t) {
 		t = strings.ToValidUTF8(t, "")
 	}
@@ -73,7 +74,7 @@ func (s *textStream) out(t string) string {
 }
 
 // firstStop returns where the stop string that completes first in buf starts.
-func (s *textStream) firstStop(buf string) (int, bool) {
+func (s *TextStream) firstStop(buf string) (int, bool) {
 	bestStart, bestEnd := -1, -1
 	for _, st := range s.stops {
 		i := strings.Index(buf, st)
@@ -91,7 +92,7 @@ func (s *textStream) firstStop(buf string) (int, bool) {
 // holdBack returns how many bytes at the end of buf must wait for more text: the
 // longest tail that is a proper prefix of a stop string, or at least an incomplete
 // UTF-8 character.
-func (s *textStream) holdBack(buf string) int {
+func (s *TextStream) holdBack(buf string) int {
 	hold := 0
 	for _, st := range s.stops {
 		for n := min(len(st)-1, len(buf)); n > hold; n-- {

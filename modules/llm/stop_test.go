@@ -9,20 +9,20 @@ import (
 
 // runStream pushes pieces and returns what was emitted per push, and whether it stopped.
 func runStream(stops []string, pieces ...string) (emitted []string, stopped bool, total string) {
-	s := newTextStream(stops)
+	s := NewTextStream(stops)
 	for _, p := range pieces {
-		out, stop := s.push(p)
+		out, stop := s.Push(p)
 		if out != "" {
 			emitted = append(emitted, out)
 		}
 		if stop {
-			return emitted, true, s.text()
+			return emitted, true, s.Text()
 		}
 	}
-	if out := s.flush(); out != "" {
+	if out := s.Flush(); out != "" {
 		emitted = append(emitted, out)
 	}
-	return emitted, false, s.text()
+	return emitted, false, s.Text()
 }
 
 func TestTextStream(t *testing.T) {
@@ -63,14 +63,14 @@ func TestTextStream(t *testing.T) {
 }
 
 func TestTextStreamAfterStop(t *testing.T) {
-	s := newTextStream([]string{"STOP"})
-	if out, stop := s.push("abSTOPcd"); out != "ab" || !stop {
+	s := NewTextStream([]string{"STOP"})
+	if out, stop := s.Push("abSTOPcd"); out != "ab" || !stop {
 		t.Fatalf("push = %q, %v", out, stop)
 	}
-	if out, stop := s.push("more"); out != "" || !stop {
+	if out, stop := s.Push("more"); out != "" || !stop {
 		t.Errorf("push after stop = %q, %v", out, stop)
 	}
-	if out := s.flush(); out != "" {
+	if out := s.Flush(); out != "" {
 		t.Errorf("flush after stop = %q", out)
 	}
 }
@@ -110,7 +110,7 @@ func FuzzTextStream(f *testing.F) {
 		if !utf8.ValidString(text) {
 			return
 		}
-		s := newTextStream(stops)
+		s := NewTextStream(stops)
 		want := text
 		if cut, ok := s.firstStop(text); ok {
 			want = text[:cut]

@@ -3,8 +3,9 @@
 // summariser and KV-state plumbing with stories260K. They link libllama through
 // engines/llama, so they run where the native libraries are:
 //
-//	scripts/env go test ./dialogue/...
+//	scripts/env go test ./internal/llamatest
 //
-// Package dialogue itself is pure Go and never imports engines/llama; keeping these tests
-// in their own package keeps it that way.
+// Package dialogue itself is pure Go and never imports engines/llama, and `go vet` of
+// ./dialogue/... vets test files too: keeping these tests outside dialogue/ keeps it
+// buildable and vettable without the native libraries.
 package llamatest

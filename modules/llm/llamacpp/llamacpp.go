@@ -1,4 +1,7 @@
-package llm
+// Package llamacpp is the LLM module's in-process engine: llama.cpp through
+// engines/llama, with KV prefix reuse. Package llm stays pure Go; pipeline (and the
+// tools in cmd/agent) open this engine and hand it to llm.NewModule.
+package llamacpp
 
 import (
 	"context"
@@ -8,11 +11,12 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/engines/llama"
+	"github.com/parley-voice/parley/modules/llm"
 )
 
-// LlamaConfig configures the in-process llama.cpp engine.
-type LlamaConfig struct {
-	// ModelPath is the GGUF file to load when NewLlamaEngine gets no model.
+// Config configures the in-process llama.cpp engine.
+type Config struct {
+	// ModelPath is the GGUF file to load when New gets no model.
 	ModelPath string
 	// Model configures loading from ModelPath.
 	Model llama.ModelParams
@@ -24,19 +28,25 @@ type LlamaConfig struct {
 	NoPrefixCache bool
 }
 
+// Compile-time checks of the contracts other packages rely on.
+var (
+	_ llm.Engine    = (*Engine)(nil)
+	_ llm.Tokenizer = (*llama.Model)(nil)
+)
+
 // DefaultMaxContext caps the default context length: large models are trained on
 // contexts far longer than a spoken dialogue needs, and the KV cache grows with it.
 const DefaultMaxContext = 4096
 
-// LlamaEngine generates with llama.cpp in this process. It keeps the previous prompt and
+// Engine generates with llama.cpp in this process. It keeps the previous prompt and
 // generation in the KV cache and evaluates only the part of a new prompt that differs,
 // so a dialogue whose history grows by appending costs only the new turn.
 //
 // Generations run one at a time; the engine owns its llama context.
-type LlamaEngine struct {
+type Engine struct {
 	model     *llama.Model
 	ownsModel bool
-	cfg       LlamaConfig
+	cfg       Config
 
 	// turn is held by the one goroutine that uses lctx and cache: a generation, a
 	// session save or load, or Close.
@@ -49,9 +59,9 @@ type LlamaEngine struct {
 	cancel context.CancelFunc
 }
 
-// NewLlamaEngine returns an in-process engine for m, which the caller keeps and closes
+// New returns an in-process engine for m, which the caller keeps and closes
 // after the engine. With a nil m it loads cfg.ModelPath and closes it with the engine.
-func NewLlamaEngine(m *llama.Model, cfg LlamaConfig) (*LlamaEngine, error) {
+func New(m *llama.Model, cfg Config) (*Engine, error) {
 	owns := false
 	if m == nil {
 		if cfg.ModelPath == "" {
@@ -74,26 +84,26 @@ func NewLlamaEngine(m *llama.Model, cfg LlamaConfig) (*LlamaEngine, error) {
 		}
 		return nil, fmt.Errorf("llm: llama engine: %w", err)
 	}
-	return &LlamaEngine{model: m, ownsModel: owns, cfg: cfg, lctx: lctx, turn: make(chan struct{}, 1)}, nil
+	return &Engine{model: m, ownsModel: owns, cfg: cfg, lctx: lctx, turn: make(chan struct{}, 1)}, nil
 }
 
-// OpenLlamaEngine loads a GGUF model and returns an engine that owns it.
-func OpenLlamaEngine(path string, cfg LlamaConfig) (*LlamaEngine, error) {
+// Open loads a GGUF model and returns an engine that owns it.
+func Open(path string, cfg Config) (*Engine, error) {
 	cfg.ModelPath = path
-	return NewLlamaEngine(nil, cfg)
+	return New(nil, cfg)
 }
 
 // Model returns the engine's model.
-func (e *LlamaEngine) Model() *llama.Model { return e.model }
+func (e *Engine) Model() *llama.Model { return e.model }
 
 // Tokenizer returns the model's tokenizer, for the dialogue history.
-func (e *LlamaEngine) Tokenizer() Tokenizer { return e.model }
+func (e *Engine) Tokenizer() llm.Tokenizer { return e.model }
 
 // ContextSize returns the context length in tokens.
-func (e *LlamaEngine) ContextSize() int { return e.lctx.NCtx() }
+func (e *Engine) ContextSize() int { return e.lctx.NCtx() }
 
 // acquire waits for the engine's turn.
-func (e *LlamaEngine) acquire(ctx context.Context) error {
+func (e *Engine) acquire(ctx context.Context) error {
 	select {
 	case e.turn <- struct{}{}:
 	case <-ctx.Done():
@@ -101,15 +111,15 @@ func (e *LlamaEngine) acquire(ctx context.Context) error {
 	}
 	if e.closed {
 		<-e.turn
-		return ErrClosed
+		return llm.ErrClosed
 	}
 	return nil
 }
 
-func (e *LlamaEngine) release() { <-e.turn }
+func (e *Engine) release() { <-e.turn }
 
 // Close cancels a generation in progress, waits for it and frees the engine.
-func (e *LlamaEngine) Close() error {
+func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.cancel != nil {
 		e.cancel()
@@ -129,7 +139,7 @@ func (e *LlamaEngine) Close() error {
 }
 
 // Reset forgets the cached prompt, so the next generation evaluates its whole prompt.
-func (e *LlamaEngine) Reset(ctx context.Context) error {
+func (e *Engine) Reset(ctx context.Context) error {
 	if err := e.acquire(ctx); err != nil {
 		return err
 	}
@@ -140,7 +150,7 @@ func (e *LlamaEngine) Reset(ctx context.Context) error {
 
 // SaveSession writes the KV cache and the tokens it holds to path, so that a later
 // LoadSession (same model) resumes without evaluating the dialogue again.
-func (e *LlamaEngine) SaveSession(ctx context.Context, path string) error {
+func (e *Engine) SaveSession(ctx context.Context, path string) error {
 	if err := e.acquire(ctx); err != nil {
 		return err
 	}
@@ -155,7 +165,7 @@ func (e *LlamaEngine) SaveSession(ctx context.Context, path string) error {
 }
 
 // LoadSession restores what SaveSession wrote.
-func (e *LlamaEngine) LoadSession(ctx context.Context, path string) error {
+func (e *Engine) LoadSession(ctx context.Context, path string) error {
 	if err := e.acquire(ctx); err != nil {
 		return err
 	}
@@ -178,7 +188,7 @@ func (e *LlamaEngine) LoadSession(ctx context.Context, path string) error {
 
 // CachedTokens returns how many tokens the KV cache holds. It waits for a generation in
 // progress.
-func (e *LlamaEngine) CachedTokens() int {
+func (e *Engine) CachedTokens() int {
 	if e.acquire(context.Background()) != nil {
 		return 0
 	}
@@ -187,12 +197,12 @@ func (e *LlamaEngine) CachedTokens() int {
 }
 
 // Generate implements Engine.
-func (e *LlamaEngine) Generate(ctx context.Context, req Request, emit func(string) error) (Result, error) {
+func (e *Engine) Generate(ctx context.Context, req llm.Request, emit func(string) error) (llm.Result, error) {
 	if err := e.acquire(ctx); err != nil {
-		if errors.Is(err, ErrClosed) {
-			return Result{StopReason: StopError}, err
+		if errors.Is(err, llm.ErrClosed) {
+			return llm.Result{StopReason: llm.StopError}, err
 		}
-		return Result{StopReason: StopCancelled}, cancelled(ctx, nil)
+		return llm.Result{StopReason: llm.StopCancelled}, llm.CancelledError(ctx, nil)
 	}
 	defer e.release()
 	ctx, cancel := context.WithCancel(ctx)
@@ -210,20 +220,20 @@ func (e *LlamaEngine) Generate(ctx context.Context, req Request, emit func(strin
 	err := g.run()
 	g.res.Duration = time.Since(g.start)
 	if g.res.StopReason == "" {
-		g.res.StopReason = StopError
+		g.res.StopReason = llm.StopError
 	}
 	return g.res, err
 }
 
 // generation is the state of one Generate call.
 type generation struct {
-	e     *LlamaEngine
+	e     *Engine
 	ctx   context.Context
-	req   Request
+	req   llm.Request
 	emit  func(string) error
 	start time.Time
-	res   Result
-	text  *textStream
+	res   llm.Result
+	text  *llm.TextStream
 }
 
 func (g *generation) run() error {
@@ -237,7 +247,7 @@ func (g *generation) run() error {
 		return errors.New("llm: empty prompt")
 	}
 	if len(prompt) >= nCtx {
-		return fmt.Errorf("%w: %d tokens, context %d", ErrPromptTooLong, len(prompt), nCtx)
+		return fmt.Errorf("%w: %d tokens, context %d", llm.ErrPromptTooLong, len(prompt), nCtx)
 	}
 	g.res.PromptTokens = len(prompt)
 
@@ -282,17 +292,17 @@ func (g *generation) run() error {
 		}
 	}
 
-	g.text = newTextStream(g.req.Stop)
+	g.text = llm.NewTextStream(g.req.Stop)
 	loopStart := time.Now()
 	defer func() {
-		g.res.Text = g.text.text()
-		g.res.TokensPerSecond = tokensPerSecond(g.res.Tokens, time.Since(loopStart))
+		g.res.Text = g.text.Text()
+		g.res.TokensPerSecond = llm.TokensPerSecond(g.res.Tokens, time.Since(loopStart))
 	}()
 	var piece []byte
 	for {
 		if ctx.Err() != nil {
-			g.res.StopReason = StopCancelled
-			return cancelled(ctx, nil)
+			g.res.StopReason = llm.StopCancelled
+			return llm.CancelledError(ctx, nil)
 		}
 		tok, err := sampler.Sample(e.lctx, -1)
 		if err != nil {
@@ -302,7 +312,7 @@ func (g *generation) run() error {
 			g.res.TimeToFirstToken = time.Since(g.start)
 		}
 		if e.model.IsEOG(tok) {
-			g.res.StopReason = StopEOG
+			g.res.StopReason = llm.StopEOG
 			if err := g.flush(); err != nil {
 				return err
 			}
@@ -312,24 +322,24 @@ func (g *generation) run() error {
 		}
 		g.res.Tokens++
 		piece = e.model.AppendPiece(piece[:0], tok)
-		out, stopped := g.text.push(string(piece))
+		out, stopped := g.text.Push(string(piece))
 		if out != "" {
 			if ctx.Err() != nil {
-				g.res.StopReason = StopCancelled
-				return cancelled(ctx, nil)
+				g.res.StopReason = llm.StopCancelled
+				return llm.CancelledError(ctx, nil)
 			}
 			if err := g.emit(out); err != nil {
-				g.res.StopReason = StopCancelled
-				return cancelled(ctx, err)
+				g.res.StopReason = llm.StopCancelled
+				return llm.CancelledError(ctx, err)
 			}
 		}
 		switch {
 		case stopped:
-			g.res.StopReason = StopString
+			g.res.StopReason = llm.StopString
 			g.keep(tok)
 			return nil
 		case g.req.MaxTokens > 0 && g.res.Tokens >= g.req.MaxTokens, len(e.cache)+1 >= nCtx:
-			g.res.StopReason = StopLength
+			g.res.StopReason = llm.StopLength
 			if err := g.flush(); err != nil {
 				return err
 			}
@@ -346,14 +356,14 @@ func (g *generation) run() error {
 
 // flush emits the text held back at the end of a generation that was not cut by a stop string.
 func (g *generation) flush() error {
-	if out := g.text.flush(); out != "" {
+	if out := g.text.Flush(); out != "" {
 		if g.ctx.Err() != nil {
-			g.res.StopReason = StopCancelled
-			return cancelled(g.ctx, nil)
+			g.res.StopReason = llm.StopCancelled
+			return llm.CancelledError(g.ctx, nil)
 		}
 		if err := g.emit(out); err != nil {
-			g.res.StopReason = StopCancelled
-			return cancelled(g.ctx, err)
+			g.res.StopReason = llm.StopCancelled
+			return llm.CancelledError(g.ctx, err)
 		}
 	}
 	return nil
@@ -376,15 +386,15 @@ func (g *generation) keep(tok llama.Token) {
 
 func (g *generation) decodeFailed(what string, err error) error {
 	if errors.Is(err, llama.ErrAborted) && g.ctx.Err() != nil {
-		g.res.StopReason = StopCancelled
-		return cancelled(g.ctx, nil)
+		g.res.StopReason = llm.StopCancelled
+		return llm.CancelledError(g.ctx, nil)
 	}
 	return fmt.Errorf("llm: %s: %w", what, err)
 }
 
 // resync makes the cache bookkeeping match the memory after a failed or aborted decode
 // of tokens (positions 0..len-1): a decode can leave part of its batch in memory.
-func (e *LlamaEngine) resync(tokens []llama.Token) {
+func (e *Engine) resync(tokens []llama.Token) {
 	keep := min(max(e.lctx.SeqPosMax(0)+1, 0), len(tokens))
 	if err := e.lctx.SeqRemove(0, keep, -1); err != nil {
 		e.lctx.Clear()
@@ -401,7 +411,7 @@ func commonPrefix(a, b []llama.Token) int {
 	return n
 }
 
-func samplerParams(s Sampling, vocab int) llama.SamplerParams {
+func samplerParams(s llm.Sampling, vocab int) llama.SamplerParams {
 	return llama.SamplerParams{
 		Temperature:   s.Temperature,
 		TopK:          s.TopK,

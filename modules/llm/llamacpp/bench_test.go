@@ -1,4 +1,4 @@
-package llm
+package llamacpp_test
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 
 	"github.com/parley-voice/parley/engines/llama"
 	"github.com/parley-voice/parley/internal/testenv"
+	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/llm/llamacpp"
+	"github.com/parley-voice/parley/modules/llm/llmtest"
 )
 
 // benchModel is stories260K, or the GGUF file named by PARLEY_BENCH_MODEL for figures
@@ -22,7 +25,7 @@ func benchModel(b *testing.B) string {
 	if p := os.Getenv("PARLEY_BENCH_MODEL"); p != "" {
 		return testenv.File(b, p, "PARLEY_BENCH_MODEL names a GGUF file that does not exist")
 	}
-	return storiesPath(b)
+	return llmtest.StoriesPath(b)
 }
 
 // dialogueTurns are the user's lines of the benchmark dialogue.
@@ -41,12 +44,12 @@ var dialogueTurns = [10]string{
 
 // dialogue runs the ten turns on e, each prompt being the whole history so far, and
 // returns each turn's result.
-func dialogue(b *testing.B, e *LlamaEngine, replyTokens int) []Result {
+func dialogue(b *testing.B, e *llamacpp.Engine, replyTokens int) []llm.Result {
 	history := "Once upon a time, there was a girl named Lily who loved to talk with her friends.\n"
-	results := make([]Result, 0, len(dialogueTurns))
+	results := make([]llm.Result, 0, len(dialogueTurns))
 	for _, line := range dialogueTurns {
 		history += "User: " + line + "\nLily:"
-		res, err := e.Generate(context.Background(), Request{Prompt: history, MaxTokens: replyTokens, Stop: []string{"\nUser:"}}, func(string) error { return nil })
+		res, err := e.Generate(context.Background(), llm.Request{Prompt: history, MaxTokens: replyTokens, Stop: []string{"\nUser:"}}, func(string) error { return nil })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -68,12 +71,12 @@ func BenchmarkPrefixReuse(b *testing.B) {
 	}
 	defer m.Close()
 	threads := benchThreads()[0]
-	cached, err := NewLlamaEngine(m, LlamaConfig{Context: llama.ContextParams{Threads: threads}})
+	cached, err := llamacpp.New(m, llamacpp.Config{Context: llama.ContextParams{Threads: threads}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cached.Close()
-	full, err := NewLlamaEngine(m, LlamaConfig{Context: llama.ContextParams{Threads: threads}, NoPrefixCache: true})
+	full, err := llamacpp.New(m, llamacpp.Config{Context: llama.ContextParams{Threads: threads}, NoPrefixCache: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +86,7 @@ func BenchmarkPrefixReuse(b *testing.B) {
 	dialogue(b, full, replyTokens)
 
 	var ttftCached, ttftFull [10]time.Duration
-	var last [2][]Result
+	var last [2][]llm.Result
 	b.ResetTimer()
 	for range b.N {
 		if err := cached.Reset(context.Background()); err != nil {
@@ -99,7 +102,7 @@ func BenchmarkPrefixReuse(b *testing.B) {
 				b.Fatalf("turn %d differs with and without the cache:\n%q\n%q", i+1, rc[i].Text, rf[i].Text)
 			}
 		}
-		last = [2][]Result{rc, rf}
+		last = [2][]llm.Result{rc, rf}
 	}
 	b.StopTimer()
 	ms := func(d time.Duration) float64 { return float64(d) / float64(b.N) / 1e6 }
@@ -180,7 +183,7 @@ func BenchmarkDecodeTokensPerSecond(b *testing.B) {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
 			// llama-bench's context for 128 tokens is 256 cells with batches of 128.
 			cp := llama.ContextParams{NCtx: 256, NBatch: 128, Threads: threads}
-			e, err := NewLlamaEngine(m, LlamaConfig{Context: cp})
+			e, err := llamacpp.New(m, llamacpp.Config{Context: cp})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -190,8 +193,8 @@ func BenchmarkDecodeTokensPerSecond(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer bare.Close()
-			req := Request{Prompt: "Once upon a time", MaxTokens: 128}
-			gen := func() Result {
+			req := llm.Request{Prompt: "Once upon a time", MaxTokens: 128}
+			gen := func() llm.Result {
 				res, err := e.Generate(context.Background(), req, func(string) error { return nil })
 				if err != nil {
 					b.Fatal(err)

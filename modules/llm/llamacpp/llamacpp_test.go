@@ -1,4 +1,4 @@
-package llm
+package llamacpp_test
 
 import (
 	"bytes"
@@ -15,6 +15,9 @@ import (
 
 	"github.com/parley-voice/parley/engines/llama"
 	"github.com/parley-voice/parley/internal/testenv"
+	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/llm/llamacpp"
+	"github.com/parley-voice/parley/modules/llm/llmtest"
 )
 
 func TestMain(m *testing.M) {
@@ -22,15 +25,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func storiesPath(t testing.TB) string {
-	t.Helper()
-	return testenv.SharedFile(t, "models/stories260K.gguf")
-}
-
 // loadStories loads stories260K once per test; engines made from it share it.
 func loadStories(t testing.TB) *llama.Model {
 	t.Helper()
-	m, err := llama.LoadModel(storiesPath(t), llama.ModelParams{})
+	m, err := llama.LoadModel(llmtest.StoriesPath(t), llama.ModelParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,12 +36,12 @@ func loadStories(t testing.TB) *llama.Model {
 	return m
 }
 
-func newEngine(t testing.TB, m *llama.Model, cfg LlamaConfig) *LlamaEngine {
+func newEngine(t testing.TB, m *llama.Model, cfg llamacpp.Config) *llamacpp.Engine {
 	t.Helper()
 	if cfg.Context.Threads == 0 {
 		cfg.Context.Threads = 1
 	}
-	e, err := NewLlamaEngine(m, cfg)
+	e, err := llamacpp.New(m, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,28 +49,11 @@ func newEngine(t testing.TB, m *llama.Model, cfg LlamaConfig) *LlamaEngine {
 	return e
 }
 
-// collect runs Generate and returns the emitted pieces.
-func collect(t testing.TB, e Engine, req Request) ([]string, Result) {
-	t.Helper()
-	var pieces []string
-	res, err := e.Generate(context.Background(), req, func(p string) error {
-		pieces = append(pieces, p)
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("Generate(%q): %v", req.Prompt, err)
-	}
-	if got := strings.Join(pieces, ""); got != res.Text {
-		t.Errorf("emitted %q but Result.Text = %q", got, res.Text)
-	}
-	return pieces, res
-}
-
 // fresh returns what a new engine without a cache generates for req.
-func fresh(t testing.TB, m *llama.Model, req Request) Result {
+func fresh(t testing.TB, m *llama.Model, req llm.Request) llm.Result {
 	t.Helper()
-	e := newEngine(t, m, LlamaConfig{NoPrefixCache: true})
-	_, res := collect(t, e, req)
+	e := newEngine(t, m, llamacpp.Config{NoPrefixCache: true})
+	_, res := llmtest.Collect(t, e, req)
 	return res
 }
 
@@ -82,7 +63,7 @@ func fresh(t testing.TB, m *llama.Model, req Request) Result {
 func TestLlamaEngineMatchesLlamaSimple(t *testing.T) {
 	tool := testenv.Command(t, "llama-simple", testenv.EnvFix)
 	m := loadStories(t)
-	e := newEngine(t, m, LlamaConfig{})
+	e := newEngine(t, m, llamacpp.Config{})
 	for _, tc := range []struct {
 		prompt string
 		n      int
@@ -92,8 +73,8 @@ func TestLlamaEngineMatchesLlamaSimple(t *testing.T) {
 		{"The little dog", 64},
 		{"Tom and Sue found a big red ball in the garden. They", 200},
 	} {
-		_, res := collect(t, e, Request{Prompt: tc.prompt, MaxTokens: tc.n})
-		out := runTool(t, tool, "-m", storiesPath(t), "-n", strconv.Itoa(tc.n), tc.prompt)
+		_, res := llmtest.Collect(t, e, llm.Request{Prompt: tc.prompt, MaxTokens: tc.n})
+		out := runTool(t, tool, "-m", llmtest.StoriesPath(t), "-n", strconv.Itoa(tc.n), tc.prompt)
 		// llama-simple prints the prompt's pieces (with <s>), the generated pieces and a newline.
 		want, ok := strings.CutPrefix(strings.TrimSuffix(out, "\n"), "<s> "+tc.prompt)
 		if !ok {
@@ -102,7 +83,7 @@ func TestLlamaEngineMatchesLlamaSimple(t *testing.T) {
 		if res.Text != want {
 			t.Errorf("prompt %q, %d tokens:\nengine:       %q\nllama-simple: %q", tc.prompt, tc.n, res.Text, want)
 		}
-		if res.StopReason == StopLength && res.Tokens != tc.n {
+		if res.StopReason == llm.StopLength && res.Tokens != tc.n {
 			t.Errorf("stopped for length after %d tokens, want %d", res.Tokens, tc.n)
 		}
 	}
@@ -114,23 +95,16 @@ func runTool(t testing.TB, tool string, args ...string) string {
 	cmd := exec.Command(tool, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %q: %v\n%s", tool, args, err, tail(stderr.String(), 2000))
+		t.Fatalf("%s %q: %v\n%s", tool, args, err, llmtest.Tail(stderr.String(), 2000))
 	}
 	return stdout.String()
 }
 
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
 func TestLlamaEnginePrefixReuse(t *testing.T) {
 	m := loadStories(t)
-	e := newEngine(t, m, LlamaConfig{})
-	first := Request{Prompt: "Once upon a time, there was a dog named Max.", MaxTokens: 24}
-	_, r1 := collect(t, e, first)
+	e := newEngine(t, m, llamacpp.Config{})
+	first := llm.Request{Prompt: "Once upon a time, there was a dog named Max.", MaxTokens: 24}
+	_, r1 := llmtest.Collect(t, e, first)
 	if r1.CachedTokens != 0 {
 		t.Errorf("first generation reused %d tokens", r1.CachedTokens)
 	}
@@ -153,8 +127,8 @@ func TestLlamaEnginePrefixReuse(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req := Request{Prompt: tc.prompt, MaxTokens: 24}
-			_, got := collect(t, e, req)
+			req := llm.Request{Prompt: tc.prompt, MaxTokens: 24}
+			_, got := llmtest.Collect(t, e, req)
 			want := fresh(t, m, req)
 			if got.CachedTokens < tc.minCached || got.CachedTokens >= got.PromptTokens {
 				t.Errorf("CachedTokens = %d of %d, want at least %d", got.CachedTokens, got.PromptTokens, tc.minCached)
@@ -167,7 +141,7 @@ func TestLlamaEnginePrefixReuse(t *testing.T) {
 	if err := e.Reset(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, r := collect(t, e, first); r.CachedTokens != 0 || r.Text != r1.Text {
+	if _, r := llmtest.Collect(t, e, first); r.CachedTokens != 0 || r.Text != r1.Text {
 		t.Errorf("after Reset: cached %d, text %q (want %q)", r.CachedTokens, r.Text, r1.Text)
 	}
 }
@@ -176,8 +150,8 @@ func TestLlamaEnginePrefixReuse(t *testing.T) {
 // cancelled, and the engine generates the same as a fresh one afterwards.
 func TestLlamaEngineCancel(t *testing.T) {
 	m := loadStories(t)
-	e := newEngine(t, m, LlamaConfig{})
-	req := Request{Prompt: "Once upon a time", MaxTokens: 100}
+	e := newEngine(t, m, llamacpp.Config{})
+	req := llm.Request{Prompt: "Once upon a time", MaxTokens: 100}
 	want := fresh(t, m, req)
 
 	t.Run("context", func(t *testing.T) {
@@ -195,7 +169,7 @@ func TestLlamaEngineCancel(t *testing.T) {
 			}
 			return nil
 		})
-		if !errors.Is(err, context.Canceled) || res.StopReason != StopCancelled {
+		if !errors.Is(err, context.Canceled) || res.StopReason != llm.StopCancelled {
 			t.Fatalf("err = %v, StopReason = %q", err, res.StopReason)
 		}
 		if afterCancel != 0 || len(pieces) != 5 {
@@ -218,12 +192,12 @@ func TestLlamaEngineCancel(t *testing.T) {
 			}
 			return nil
 		})
-		if !errors.Is(err, errStop) || res.StopReason != StopCancelled {
+		if !errors.Is(err, errStop) || res.StopReason != llm.StopCancelled {
 			t.Errorf("err = %v, StopReason %q", err, res.StopReason)
 		}
 	})
 	t.Run("during prompt evaluation", func(t *testing.T) {
-		long := Request{Prompt: strings.Repeat("The cat sat on the mat and looked at the sun. ", 25), MaxTokens: 10}
+		long := llm.Request{Prompt: strings.Repeat("The cat sat on the mat and looked at the sun. ", 25), MaxTokens: 10}
 		var aborted bool
 		for i := 0; i < 20 && !aborted; i++ {
 			e.Reset(context.Background())
@@ -231,7 +205,7 @@ func TestLlamaEngineCancel(t *testing.T) {
 			res, err := e.Generate(ctx, long, func(string) error { return nil })
 			cancel()
 			if err != nil {
-				if !errors.Is(err, context.DeadlineExceeded) || res.StopReason != StopCancelled {
+				if !errors.Is(err, context.DeadlineExceeded) || res.StopReason != llm.StopCancelled {
 					t.Fatalf("err = %v, StopReason %q", err, res.StopReason)
 				}
 				aborted = aborted || res.Tokens == 0
@@ -241,13 +215,13 @@ func TestLlamaEngineCancel(t *testing.T) {
 			t.Log("no prompt evaluation was cancelled mid-way (machine too fast for the timeouts)")
 		}
 		// Whatever part of the prompt stayed cached, the next generation is right.
-		_, got := collect(t, e, long)
+		_, got := llmtest.Collect(t, e, long)
 		if want := fresh(t, m, long); got.Text != want.Text {
 			t.Errorf("after cancelled prompt evaluations: %q, want %q", got.Text, want.Text)
 		}
 	})
 	t.Run("reusable", func(t *testing.T) {
-		_, got := collect(t, e, req)
+		_, got := llmtest.Collect(t, e, req)
 		if got.Text != want.Text {
 			t.Errorf("after cancellations: %q\nwant %q", got.Text, want.Text)
 		}
@@ -259,7 +233,7 @@ func TestLlamaEngineCancel(t *testing.T) {
 			t.Error("emit called")
 			return nil
 		})
-		if !errors.Is(err, context.Canceled) || res.StopReason != StopCancelled {
+		if !errors.Is(err, context.Canceled) || res.StopReason != llm.StopCancelled {
 			t.Errorf("err = %v, StopReason %q", err, res.StopReason)
 		}
 	})
@@ -267,8 +241,8 @@ func TestLlamaEngineCancel(t *testing.T) {
 
 func TestLlamaEngineStops(t *testing.T) {
 	m := loadStories(t)
-	e := newEngine(t, m, LlamaConfig{})
-	base := Request{Prompt: "Once upon a time", MaxTokens: 60}
+	e := newEngine(t, m, llamacpp.Config{})
+	base := llm.Request{Prompt: "Once upon a time", MaxTokens: 60}
 	full := fresh(t, m, base).Text
 	i := strings.Index(full, "Lily")
 	if i < 0 {
@@ -287,7 +261,7 @@ func TestLlamaEngineStops(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := base
 			req.Stop = tc.stop
-			pieces, res := collect(t, e, req)
+			pieces, res := llmtest.Collect(t, e, req)
 			if res.Text != tc.want {
 				t.Errorf("text %q, want %q", res.Text, tc.want)
 			}
@@ -296,9 +270,9 @@ func TestLlamaEngineStops(t *testing.T) {
 					t.Errorf("stop %q was emitted", s)
 				}
 			}
-			wantReason := StopString
+			wantReason := llm.StopString
 			if tc.want == full {
-				wantReason = StopLength
+				wantReason = llm.StopLength
 			}
 			if res.StopReason != wantReason {
 				t.Errorf("StopReason %q, want %q", res.StopReason, wantReason)
@@ -309,10 +283,10 @@ func TestLlamaEngineStops(t *testing.T) {
 
 func TestLlamaEngineLimits(t *testing.T) {
 	m := loadStories(t)
-	e := newEngine(t, m, LlamaConfig{Context: llama.ContextParams{NCtx: 256}})
+	e := newEngine(t, m, llamacpp.Config{Context: llama.ContextParams{NCtx: 256}})
 	n := e.ContextSize()
-	_, res := collect(t, e, Request{Prompt: "Once upon a time"})
-	if res.StopReason != StopEOG && res.StopReason != StopLength {
+	_, res := llmtest.Collect(t, e, llm.Request{Prompt: "Once upon a time"})
+	if res.StopReason != llm.StopEOG && res.StopReason != llm.StopLength {
 		t.Errorf("StopReason %q", res.StopReason)
 	}
 	if res.PromptTokens+res.Tokens > n {
@@ -320,28 +294,28 @@ func TestLlamaEngineLimits(t *testing.T) {
 	}
 	t.Logf("unlimited generation: %d tokens, stop %q, %.0f tokens/s", res.Tokens, res.StopReason, res.TokensPerSecond)
 
-	_, err := e.Generate(context.Background(), Request{Prompt: strings.Repeat("The dog ran. ", 200)}, func(string) error { return nil })
-	if !errors.Is(err, ErrPromptTooLong) {
+	_, err := e.Generate(context.Background(), llm.Request{Prompt: strings.Repeat("The dog ran. ", 200)}, func(string) error { return nil })
+	if !errors.Is(err, llm.ErrPromptTooLong) {
 		t.Errorf("overlong prompt: %v", err)
 	}
 	// The engine still works after a rejected prompt.
-	if _, res := collect(t, e, Request{Prompt: "Once upon a time", MaxTokens: 5}); res.Tokens != 5 {
+	if _, res := llmtest.Collect(t, e, llm.Request{Prompt: "Once upon a time", MaxTokens: 5}); res.Tokens != 5 {
 		t.Errorf("after a rejected prompt: %d tokens", res.Tokens)
 	}
 }
 
 func TestLlamaEngineSampling(t *testing.T) {
 	m := loadStories(t)
-	e := newEngine(t, m, LlamaConfig{})
-	req := Request{Prompt: "Once upon a time", MaxTokens: 40, Sampling: Sampling{Temperature: 1.2, TopK: 40, TopP: 0.95, MinP: 0.02, RepeatPenalty: 1.1, Seed: 99}}
-	_, a := collect(t, e, req)
-	_, b := collect(t, e, req)
+	e := newEngine(t, m, llamacpp.Config{})
+	req := llm.Request{Prompt: "Once upon a time", MaxTokens: 40, Sampling: llm.Sampling{Temperature: 1.2, TopK: 40, TopP: 0.95, MinP: 0.02, RepeatPenalty: 1.1, Seed: 99}}
+	_, a := llmtest.Collect(t, e, req)
+	_, b := llmtest.Collect(t, e, req)
 	if a.Text != b.Text {
 		t.Errorf("same seed, different text:\n%q\n%q", a.Text, b.Text)
 	}
 	req.Sampling.Seed = 100
-	_, c := collect(t, e, req)
-	greedy := fresh(t, m, Request{Prompt: req.Prompt, MaxTokens: 40})
+	_, c := llmtest.Collect(t, e, req)
+	greedy := fresh(t, m, llm.Request{Prompt: req.Prompt, MaxTokens: 40})
 	if c.Text == a.Text && a.Text == greedy.Text {
 		t.Errorf("sampling at temperature 1.2 gave the greedy text for two seeds")
 	}
@@ -349,11 +323,11 @@ func TestLlamaEngineSampling(t *testing.T) {
 
 func TestLlamaEngineConcurrentGenerate(t *testing.T) {
 	m := loadStories(t)
-	e := newEngine(t, m, LlamaConfig{})
+	e := newEngine(t, m, llamacpp.Config{})
 	prompts := []string{"Once upon a time", "The little dog", "Lily had a red ball", "Tom was sad"}
 	want := make([]string, len(prompts))
 	for i, p := range prompts {
-		want[i] = fresh(t, m, Request{Prompt: p, MaxTokens: 30}).Text
+		want[i] = fresh(t, m, llm.Request{Prompt: p, MaxTokens: 30}).Text
 	}
 	var wg sync.WaitGroup
 	for i, p := range prompts {
@@ -362,7 +336,7 @@ func TestLlamaEngineConcurrentGenerate(t *testing.T) {
 			defer wg.Done()
 			for range 3 {
 				var sb strings.Builder
-				res, err := e.Generate(context.Background(), Request{Prompt: p, MaxTokens: 30}, func(s string) error {
+				res, err := e.Generate(context.Background(), llm.Request{Prompt: p, MaxTokens: 30}, func(s string) error {
 					sb.WriteString(s)
 					return nil
 				})
@@ -377,22 +351,22 @@ func TestLlamaEngineConcurrentGenerate(t *testing.T) {
 
 func TestLlamaEngineSession(t *testing.T) {
 	m := loadStories(t)
-	e := newEngine(t, m, LlamaConfig{})
-	_, r1 := collect(t, e, Request{Prompt: "Once upon a time, there was a big bear.", MaxTokens: 30})
+	e := newEngine(t, m, llamacpp.Config{})
+	_, r1 := llmtest.Collect(t, e, llm.Request{Prompt: "Once upon a time, there was a big bear.", MaxTokens: 30})
 	path := filepath.Join(t.TempDir(), "session.kv")
 	if err := e.SaveSession(context.Background(), path); err != nil {
 		t.Fatal(err)
 	}
-	next := Request{Prompt: "Once upon a time, there was a big bear." + r1.Text + " The bear", MaxTokens: 20}
+	next := llm.Request{Prompt: "Once upon a time, there was a big bear." + r1.Text + " The bear", MaxTokens: 20}
 
-	e2 := newEngine(t, m, LlamaConfig{})
+	e2 := newEngine(t, m, llamacpp.Config{})
 	if err := e2.LoadSession(context.Background(), path); err != nil {
 		t.Fatal(err)
 	}
 	if e2.CachedTokens() != e.CachedTokens() {
 		t.Errorf("restored %d cached tokens, saved %d", e2.CachedTokens(), e.CachedTokens())
 	}
-	_, got := collect(t, e2, next)
+	_, got := llmtest.Collect(t, e2, next)
 	if got.CachedTokens < r1.PromptTokens {
 		t.Errorf("after LoadSession only %d tokens were reused", got.CachedTokens)
 	}
@@ -406,7 +380,7 @@ func TestLlamaEngineSession(t *testing.T) {
 
 func TestLlamaEngineClose(t *testing.T) {
 	m := loadStories(t)
-	e, err := NewLlamaEngine(m, LlamaConfig{Context: llama.ContextParams{Threads: 1}})
+	e, err := llamacpp.New(m, llamacpp.Config{Context: llama.ContextParams{Threads: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +388,7 @@ func TestLlamaEngineClose(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		var once sync.Once
-		_, err := e.Generate(context.Background(), Request{Prompt: "Once upon a time"}, func(string) error {
+		_, err := e.Generate(context.Background(), llm.Request{Prompt: "Once upon a time"}, func(string) error {
 			once.Do(func() { close(started) })
 			return nil
 		})
@@ -427,7 +401,7 @@ func TestLlamaEngineClose(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("generation interrupted by Close: %v", err)
 	}
-	if _, err := e.Generate(context.Background(), Request{Prompt: "x"}, func(string) error { return nil }); !errors.Is(err, ErrClosed) {
+	if _, err := e.Generate(context.Background(), llm.Request{Prompt: "x"}, func(string) error { return nil }); !errors.Is(err, llm.ErrClosed) {
 		t.Errorf("Generate after Close: %v", err)
 	}
 	if err := e.Close(); err != nil {
@@ -439,7 +413,7 @@ func TestLlamaEngineClose(t *testing.T) {
 	}
 
 	// An engine that loaded its own model closes it.
-	own, err := OpenLlamaEngine(storiesPath(t), LlamaConfig{Context: llama.ContextParams{Threads: 1}})
+	own, err := llamacpp.Open(llmtest.StoriesPath(t), llamacpp.Config{Context: llama.ContextParams{Threads: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +425,7 @@ func TestLlamaEngineClose(t *testing.T) {
 	if _, err := tok.CountTokens("x"); !errors.Is(err, llama.ErrClosed) {
 		t.Errorf("tokenizer of a closed engine: %v", err)
 	}
-	if _, err := OpenLlamaEngine(filepath.Join(t.TempDir(), "none.gguf"), LlamaConfig{}); err == nil {
+	if _, err := llamacpp.Open(filepath.Join(t.TempDir(), "none.gguf"), llamacpp.Config{}); err == nil {
 		t.Error("opening a missing model succeeded")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/parley-voice/parley/engines/llama"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/llm/llamacpp"
 )
 
 func TestMain(m *testing.M) {
@@ -190,10 +191,10 @@ func (c engineCompleter) Complete(ctx context.Context, prompt string, maxTokens 
 	return res.Text, nil
 }
 
-func storiesEngine(t *testing.T) *llm.LlamaEngine {
+func storiesEngine(t *testing.T) *llamacpp.Engine {
 	t.Helper()
-	e, err := llm.OpenLlamaEngine(testenv.SharedFile(t, "models/stories260K.gguf"),
-		llm.LlamaConfig{Context: llama.ContextParams{Threads: 1, NCtx: 512}})
+	e, err := llamacpp.Open(testenv.SharedFile(t, "models/stories260K.gguf"),
+		llamacpp.Config{Context: llama.ContextParams{Threads: 1, NCtx: 512}})
 	if err != nil {
 		t.Fatal(err)
 	}

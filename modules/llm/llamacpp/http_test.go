@@ -1,0 +1,90 @@
+package llamacpp_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/parley-voice/parley/engines/llama"
+	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/llm/llamacpp"
+	"github.com/parley-voice/parley/modules/llm/llmtest"
+)
+
+// The HTTP engine against llama-server, compared with the in-process engine.
+
+// TestHTTPEngineMatchesInProcess: greedy completions streamed from a real llama-server
+// equal the in-process engine's on the same model.
+func TestHTTPEngineMatchesInProcess(t *testing.T) {
+	srv := llmtest.StartLlamaServer(t, 0)
+	e := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL})
+	local := newEngine(t, loadStories(t), llamacpp.Config{})
+	for _, req := range []llm.Request{
+		{Prompt: "Once upon a time", MaxTokens: 64},
+		{Prompt: "The little dog", MaxTokens: 32},
+		{Prompt: "Once upon a time", MaxTokens: 64}, // served from the server's prompt cache
+	} {
+		pieces, got := llmtest.Collect(t, e, req)
+		_, want := llmtest.Collect(t, local, req)
+		if got.Text != want.Text {
+			t.Errorf("%q:\nserver:     %q\nin-process: %q", req.Prompt, got.Text, want.Text)
+		}
+		if got.Tokens != req.MaxTokens || got.StopReason != llm.StopLength || got.PromptTokens != want.PromptTokens {
+			t.Errorf("%q: tokens %d, stop %q, prompt tokens %d (want %d, length, %d)", req.Prompt, got.Tokens, got.StopReason, got.PromptTokens, req.MaxTokens, want.PromptTokens)
+		}
+		if len(pieces) < 2 {
+			t.Errorf("%q: %d pieces; the answer was not streamed", req.Prompt, len(pieces))
+		}
+		if got.TimeToFirstToken <= 0 || got.TimeToFirstToken > got.Duration || got.TokensPerSecond <= 0 {
+			t.Errorf("metrics: ttft %v, duration %v, %.0f tokens/s", got.TimeToFirstToken, got.Duration, got.TokensPerSecond)
+		}
+	}
+}
+
+func TestHTTPEngineTokenizer(t *testing.T) {
+	srv := llmtest.StartLlamaServer(t, 0)
+	e := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL + "/v1/"})
+	m := loadStories(t)
+	for _, text := range []string{"", "Once upon a time", "Mr. Smith paid 3.5 dollars.\nUser: hi"} {
+		got, err := e.Tokenizer().CountTokens(text)
+		want, _ := m.CountTokens(text)
+		if err != nil || got != want {
+			t.Errorf("CountTokens(%q) = %d, %v; want %d", text, got, err, want)
+		}
+	}
+}
+
+// TestLlamaEngineTokensMatchLlamaServer compares token by token: llama-server's native
+// /completion endpoint returns the ids of its greedy tokens, and the in-process engine
+// must emit exactly their pieces, one piece per token.
+func TestLlamaEngineTokensMatchLlamaServer(t *testing.T) {
+	srv := llmtest.StartLlamaServer(t, 0)
+	m := loadStories(t)
+	e := newEngine(t, m, llamacpp.Config{})
+	for _, prompt := range []string{"Once upon a time", "Tom and Sue found a big red ball in the garden. They"} {
+		body, _ := json.Marshal(map[string]any{"prompt": prompt, "n_predict": 100, "temperature": 0, "return_tokens": true})
+		resp, err := http.Post(srv.URL+"/completion", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Tokens  []llama.Token `json:"tokens"`
+			Content string        `json:"content"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || len(out.Tokens) != 100 {
+			t.Fatalf("llama-server answered %d tokens: %v", len(out.Tokens), err)
+		}
+		var want []string
+		for _, tok := range out.Tokens {
+			want = append(want, m.TokenToPiece(tok))
+		}
+		got, res := llmtest.Collect(t, e, llm.Request{Prompt: prompt, MaxTokens: 100})
+		if strings.Join(got, "\x00") != strings.Join(want, "\x00") || res.Text != out.Content {
+			t.Errorf("%q:\nengine pieces %q\nserver tokens %q", prompt, got, want)
+		}
+	}
+}
