@@ -18,7 +18,6 @@ import (
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/llm/llamacpp"
 	"github.com/parley-voice/parley/modules/manager"
-	"github.com/parley-voice/parley/modules/tts"
 	"go.uber.org/zap"
 )
 
@@ -288,11 +287,11 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		return fail(fmt.Errorf("asr: %w", err))
 	}
 	a.closers = append(a.closers, closeASR)
-	ttsMod, err := tts.Open(NameTTS, cfg.TTS)
+	ttsMod, closeTTS, err := openTTS(NameTTS, cfg.TTS)
 	if err != nil {
 		return fail(fmt.Errorf("tts: %w", err))
 	}
-	a.closers = append(a.closers, ttsMod.Close)
+	a.closers = append(a.closers, closeTTS)
 
 	llmCfg := llm.Config{
 		MaxTokens: cfg.LLM.MaxTokens,

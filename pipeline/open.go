@@ -7,6 +7,8 @@ import (
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/asr/sphinx"
 	"github.com/parley-voice/parley/modules/asr/whispercpp"
+	"github.com/parley-voice/parley/modules/tts"
+	"github.com/parley-voice/parley/modules/tts/espeakng"
 	"github.com/parley-voice/parley/modules/vad"
 	"github.com/parley-voice/parley/modules/vad/silero"
 )
@@ -69,6 +71,23 @@ func openASR(name string, cfg asr.Config) (*asr.Module, func() error, error) {
 		return nil, nil, err
 	}
 	m, err := asr.New(name, cfg, e)
+	if err != nil {
+		e.Close()
+		return nil, nil, err
+	}
+	return m, e.Close, nil
+}
+
+// openTTS makes the TTS module speaking with libespeak-ng.
+func openTTS(name string, cfg tts.Config) (*tts.Module, func() error, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	e, err := espeakng.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := tts.New(name, cfg, e)
 	if err != nil {
 		e.Close()
 		return nil, nil, err

@@ -1,13 +1,16 @@
 package pipeline
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/parley-voice/parley/engines/espeak"
 	"github.com/parley-voice/parley/engines/pocketsphinx"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/tts"
 )
 
 func TestOpenASR(t *testing.T) {
@@ -42,5 +45,26 @@ func TestOpenASR(t *testing.T) {
 	cfg.Engine = "kaldi"
 	if _, _, err := openASR("asr", cfg); err == nil {
 		t.Error("unknown engine accepted")
+	}
+}
+
+func TestOpenTTS(t *testing.T) {
+	m, closeTTS, err := openTTS("", tts.DefaultConfig())
+	if err != nil {
+		if _, data := espeak.Version(); data == "" {
+			testenv.Missing(t, "espeak-ng data", testenv.EnvFix)
+		}
+		t.Fatal(err)
+	}
+	if m.Name() != "tts" {
+		t.Errorf("name %q", m.Name())
+	}
+	if err := closeTTS(); err != nil {
+		t.Fatal(err)
+	}
+	bad := tts.DefaultConfig()
+	bad.Voice = "xyzzy"
+	if _, _, err := openTTS("tts", bad); !errors.Is(err, espeak.ErrVoiceNotFound) {
+		t.Fatalf("unknown voice: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/tts"
+	"github.com/parley-voice/parley/modules/tts/espeakng"
 	"github.com/parley-voice/parley/modules/tts/normalize"
 )
 
@@ -62,7 +63,7 @@ func runSay(ctx context.Context, a *app, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	engine, err := tts.NewEspeakEngine(cfg)
+	engine, err := espeakng.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -155,7 +156,7 @@ func wordTimings(chunks []tts.Chunk) []wordTiming {
 	return out
 }
 
-func printVoices(ctx context.Context, w io.Writer, engine *tts.EspeakEngine) error {
+func printVoices(ctx context.Context, w io.Writer, engine *espeakng.Engine) error {
 	vs, err := engine.Synth().Voices(ctx)
 	if err != nil {
 		return err

@@ -28,7 +28,6 @@ type Module struct {
 	name   string
 	cfg    Config
 	engine Engine
-	closer func() error
 }
 
 // New returns a module that speaks with engine.
@@ -46,32 +45,6 @@ func New(name string, cfg Config, engine Engine) (*Module, error) {
 		name = "tts"
 	}
 	return &Module{name: name, cfg: cfg, engine: engine}, nil
-}
-
-// Open returns a module speaking with libespeak-ng; Close releases the library.
-func Open(name string, cfg Config) (*Module, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	e, err := NewEspeakEngine(cfg)
-	if err != nil {
-		return nil, err
-	}
-	m, err := New(name, cfg, e)
-	if err != nil {
-		e.Close()
-		return nil, err
-	}
-	m.closer = e.Close
-	return m, nil
-}
-
-// Close releases the engine if Open created it.
-func (m *Module) Close() error {
-	if m.closer == nil {
-		return nil
-	}
-	return m.closer()
 }
 
 // Name implements iu.Module.
@@ -222,10 +195,9 @@ func (r *runner) start(ctx context.Context) {
 	jctx, cancel := context.WithCancel(ctx)
 	j.cancel = cancel
 	r.current = j
-	spec := clauseSpec{turn: j.turn, clause: j.clause, text: j.text, last: j.last}
-	id := j.id
+	id, turn, clause, text, last := j.id, j.turn, j.clause, j.text, j.last
 	r.p.Go(func() {
-		err := r.m.synthesize(jctx, spec, func(chunks []Chunk) error {
+		err := r.m.Synthesize(jctx, turn, clause, text, last, func(chunks []Chunk) error {
 			return r.p.Post(jctx, chunksReady{job: id, chunks: chunks})
 		})
 		// The module learns that the worker is done even when the job was cancelled.
@@ -270,20 +242,15 @@ func (r *runner) local(ctx context.Context, v any) error {
 	return nil
 }
 
-// clauseSpec is what a worker needs to know about its clause.
-type clauseSpec struct {
-	turn, clause int
-	text         string
-	last         bool
-}
-
-// synthesize speaks one clause and hands its chunks to send, in order, piece by piece.
-// The last chunk is held back until the clause ends so that it can carry LastOfClause;
-// a clause that yields no audio still sends one empty chunk with the flags set. It is
-// safe to call from any goroutine; the engine is used by one call at a time.
-func (m *Module) synthesize(ctx context.Context, cl clauseSpec, send func([]Chunk) error) error {
+// Synthesize speaks clause clauseID of turn turnID (last: the turn's last clause) and
+// hands its chunks to send, in order, piece by piece: what Run does on its workers,
+// callable outside a network (benchmarks, tools). The last chunk is held back until the
+// clause ends so that it can carry LastOfClause; a clause that yields no audio still
+// sends one empty chunk with the flags set. It is safe to call from any goroutine; the
+// engine is used by one call at a time.
+func (m *Module) Synthesize(ctx context.Context, turnID, clauseID int, text string, last bool, send func([]Chunk) error) error {
 	rate := m.engine.SampleRate()
-	norm := normalize.Normalize(cl.text)
+	norm := normalize.Normalize(text)
 	ws := newWords(norm)
 	ch := newChunker(int(audio.DurationToSamples(m.cfg.ChunkDuration, rate)), int(audio.DurationToSamples(m.cfg.MinPause, rate)),
 		int(audio.DurationToSamples(m.cfg.WordHold, rate)))
@@ -296,12 +263,12 @@ func (m *Module) synthesize(ctx context.Context, cl clauseSpec, send func([]Chun
 		for _, c := range cuts {
 			next := Chunk{
 				Audio:      audio.Frame{Samples: c.samples, Rate: rate, Channels: 1, Start: c.start},
-				TurnID:     cl.turn,
-				ClauseID:   cl.clause,
+				TurnID:     turnID,
+				ClauseID:   clauseID,
 				WordIndex:  c.label.word,
 				CharStart:  c.label.start,
 				CharEnd:    c.label.end,
-				ClauseText: cl.text,
+				ClauseText: text,
 				Seq:        seq,
 			}
 			next.FirstOfClause = seq == 0
@@ -333,17 +300,17 @@ func (m *Module) synthesize(ctx context.Context, cl clauseSpec, send func([]Chun
 	}
 	out := build(ch.finish(ws.lastEnd()))
 	if held == nil {
-		held = &Chunk{Audio: audio.Frame{Rate: rate, Channels: 1}, TurnID: cl.turn, ClauseID: cl.clause,
-			WordIndex: -1, ClauseText: cl.text, FirstOfClause: true}
+		held = &Chunk{Audio: audio.Frame{Rate: rate, Channels: 1}, TurnID: turnID, ClauseID: clauseID,
+			WordIndex: -1, ClauseText: text, FirstOfClause: true}
 	}
 	held.LastOfClause = true
-	held.LastOfTurn = cl.last
+	held.LastOfTurn = last
 	out = append(out, *held)
 	if sendErr := send(out); sendErr != nil && err == nil {
 		err = sendErr
 	}
 	if err != nil {
-		return fmt.Errorf("tts: turn %d clause %d: %w", cl.turn, cl.clause, err)
+		return fmt.Errorf("tts: turn %d clause %d: %w", turnID, clauseID, err)
 	}
 	return nil
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
-	"github.com/parley-voice/parley/engines/espeak"
 	"github.com/parley-voice/parley/internal/ellipsis"
 	"github.com/parley-voice/parley/iu"
 )
@@ -119,7 +118,8 @@ func (c Chunk) Word() string {
 // MaxChunkDuration is the longest chunk the module emits.
 const MaxChunkDuration = 40 * time.Millisecond
 
-// Config configures the module and its espeak-ng voice.
+// Config configures the module and its espeak-ng voice (package espeakng reads the
+// voice settings).
 type Config struct {
 	// Voice is an espeak-ng voice or language ("en-us", "en-gb", "fr", ...).
 	Voice string `yaml:"voice"`
@@ -151,10 +151,12 @@ type Config struct {
 // costs well under a millisecond.
 func DefaultConfig() Config {
 	return Config{
-		Voice:         espeak.DefaultVoice,
-		Rate:          espeak.DefaultRate,
-		Pitch:         espeak.DefaultPitch,
-		Volume:        espeak.DefaultVolume,
+		// espeak-ng's own defaults (engines/espeak.DefaultVoice and the rest), written out
+		// so that this package does not link the library.
+		Voice:         "en-us",
+		Rate:          175,
+		Pitch:         50,
+		Volume:        100,
 		ChunkDuration: 20 * time.Millisecond,
 		MinPause:      60 * time.Millisecond,
 		WordHold:      time.Second,
@@ -174,8 +176,4 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("tts: word_hold %v is negative", c.WordHold))
 	}
 	return errors.Join(errs...)
-}
-
-func (c Config) espeakOptions() espeak.Options {
-	return espeak.Options{Voice: c.Voice, Rate: c.Rate, Pitch: c.Pitch, Volume: c.Volume, DataPath: c.DataPath}
 }

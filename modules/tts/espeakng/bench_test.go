@@ -1,4 +1,4 @@
-package tts
+package espeakng_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/tts"
 )
 
 // benchClauses are clauses of the kind an LLM writes, with numbers, money and accents.
@@ -27,18 +28,18 @@ func benchClauses() []string {
 // last chunk. The sub-benchmarks compare the default word hold with streaming every word
 // at once.
 func BenchmarkFirstChunkLatency(b *testing.B) {
-	engine := openEngine(b, DefaultConfig())
-	for _, hold := range []time.Duration{DefaultConfig().WordHold, 0} {
+	engine := openEngine(b, tts.DefaultConfig())
+	for _, hold := range []time.Duration{tts.DefaultConfig().WordHold, 0} {
 		b.Run(fmt.Sprintf("word_hold=%v", hold), func(b *testing.B) {
-			cfg := DefaultConfig()
+			cfg := tts.DefaultConfig()
 			cfg.WordHold = hold
 			benchmarkFirstChunk(b, cfg, engine)
 		})
 	}
 }
 
-func benchmarkFirstChunk(b *testing.B, cfg Config, engine Engine) {
-	m, err := New("tts", cfg, engine)
+func benchmarkFirstChunk(b *testing.B, cfg tts.Config, engine tts.Engine) {
+	m, err := tts.New("tts", cfg, engine)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func benchmarkFirstChunk(b *testing.B, cfg Config, engine Engine) {
 	feeder := iu.ModuleFunc{ModuleName: "feeder", Fn: func(ctx context.Context, p *iu.Ports) error {
 		b.ResetTimer()
 		for i := range b.N {
-			u := p.NewIU(Text{TurnID: i, Text: clauses[i%len(clauses)]})
+			u := p.NewIU(tts.Text{TurnID: i, Text: clauses[i%len(clauses)]})
 			sent := time.Now()
 			if err := p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
 				return err
@@ -62,7 +63,7 @@ func benchmarkFirstChunk(b *testing.B, cfg Config, engine Engine) {
 					return fmt.Errorf("unexpected event %d", ev.Kind)
 				}
 				for _, up := range ev.Message.Updates {
-					c, ok := up.IU.Payload.(Chunk)
+					c, ok := up.IU.Payload.(tts.Chunk)
 					if !ok || up.Type != iu.Add {
 						continue
 					}
@@ -108,9 +109,9 @@ func reportLatencies(b *testing.B, name string, ds []time.Duration) {
 // (normalisation, espeak-ng, word mapping, chunking), one clause per op: rtf is processing
 // time over audio time, x-realtime its inverse.
 func BenchmarkSynthesisRTF(b *testing.B) {
-	cfg := DefaultConfig()
+	cfg := tts.DefaultConfig()
 	engine := openEngine(b, cfg)
-	m, err := New("tts", cfg, engine)
+	m, err := tts.New("tts", cfg, engine)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func BenchmarkSynthesisRTF(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := range b.N {
-		err := m.synthesize(ctx, clauseSpec{turn: i, text: clauses[i%len(clauses)], last: true}, func(cs []Chunk) error {
+		err := m.Synthesize(ctx, i, 0, clauses[i%len(clauses)], true, func(cs []tts.Chunk) error {
 			for _, c := range cs {
 				samples += int64(c.Audio.Len())
 			}
