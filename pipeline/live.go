@@ -10,7 +10,7 @@ import (
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/modules/console"
 	"github.com/parley-voice/parley/modules/mic"
-	"github.com/parley-voice/parley/modules/speaker"
+	"github.com/parley-voice/parley/modules/speaker/portaudio"
 	"go.uber.org/zap"
 )
 
@@ -41,7 +41,7 @@ func Live(ctx context.Context, cfg Config, eng *Engines, opts LiveOptions) (*Liv
 	if err != nil {
 		return nil, err
 	}
-	out, err := speaker.NewDevice(NameSpeaker, speaker.DeviceConfig{Device: cfg.Audio.Output, Latency: cfg.Audio.OutputLatency})
+	out, err := portaudio.New(NameSpeaker, portaudio.Config{Device: cfg.Audio.Output, Latency: cfg.Audio.OutputLatency})
 	if err != nil {
 		return nil, err
 	}

@@ -30,10 +30,6 @@ type FileConfig struct {
 // consumes audio at real-time rate on that clock in Step increments, reports progress
 // exactly as the device speaker does, and writes what was heard to cfg.Path.
 func NewFile(name string, cfg FileConfig) (*Speaker, error) {
-	if name == "" {
-		name = "speaker"
-	}
-	cfg.Options = cfg.Options.withDefaults()
 	if cfg.Rate == 0 {
 		cfg.Rate = audio.PipelineRate
 	}
@@ -46,10 +42,7 @@ func NewFile(name string, cfg FileConfig) (*Speaker, error) {
 	if cfg.OutputLatency < 0 {
 		return nil, fmt.Errorf("speaker: negative output latency %v", cfg.OutputLatency)
 	}
-	if err := cfg.Options.validate(); err != nil {
-		return nil, err
-	}
-	return &Speaker{name: name, opts: cfg.Options, newOutput: func() output { return &fileOutput{cfg: cfg} }}, nil
+	return New(name, cfg.Options, func() Output { return &fileOutput{cfg: cfg} })
 }
 
 // fileOutput renders on the module's goroutine: at every wake it renders the frames the
@@ -59,13 +52,12 @@ func NewFile(name string, cfg FileConfig) (*Speaker, error) {
 type fileOutput struct {
 	cfg     FileConfig
 	start   time.Time
-	l       *link
-	rend    *renderer
+	rend    *Renderer
 	wav     *audio.WAVWriter
 	scratch []float32
 }
 
-func (f *fileOutput) open(_ context.Context, _ *iu.Ports, start time.Time) (int, error) {
+func (f *fileOutput) Open(_ context.Context, _ *iu.Ports, start time.Time) (int, error) {
 	f.start = start
 	if f.cfg.Path != "" {
 		w, err := audio.CreateWAVFile(f.cfg.Path, f.cfg.Rate, 1, f.cfg.Bits)
@@ -86,19 +78,18 @@ func (f *fileOutput) open(_ context.Context, _ *iu.Ports, start time.Time) (int,
 	return f.cfg.Rate, nil
 }
 
-func (f *fileOutput) begin(l *link) error {
-	f.l = l
-	f.rend = newRenderer(l)
+func (f *fileOutput) Begin(r *Ring) error {
+	f.rend = NewRenderer(r)
 	return nil
 }
 
-func (f *fileOutput) rate() int { return f.cfg.Rate }
+func (f *fileOutput) Rate() int { return f.cfg.Rate }
 
-func (f *fileOutput) advance(now time.Time) error {
+func (f *fileOutput) Advance(now time.Time) error {
 	due := audio.DurationToSamples(now.Sub(f.start), f.cfg.Rate)
-	for f.rend.frame < due {
-		n := int(min(due-f.rend.frame, int64(len(f.scratch))))
-		f.rend.render(f.scratch[:n], n, 1)
+	for f.rend.Frame() < due {
+		n := int(min(due-f.rend.Frame(), int64(len(f.scratch))))
+		f.rend.Render(f.scratch[:n], n, 1)
 		if f.wav != nil {
 			if err := f.wav.WriteSamples(f.scratch[:n]); err != nil {
 				return fmt.Errorf("speaker: write %s: %w", f.cfg.Path, err)
@@ -108,19 +99,19 @@ func (f *fileOutput) advance(now time.Time) error {
 	return nil
 }
 
-func (f *fileOutput) kick() { f.rend.render(nil, 0, 1) }
+func (f *fileOutput) Kick() { f.rend.Render(nil, 0, 1) }
 
-func (f *fileOutput) heardFrame(now time.Time) int64 {
+func (f *fileOutput) HeardFrame(now time.Time) int64 {
 	return max(0, audio.DurationToSamples(now.Sub(f.start)-f.cfg.OutputLatency, f.cfg.Rate))
 }
 
-func (f *fileOutput) frameTime(frame int64) time.Time {
+func (f *fileOutput) FrameTime(frame int64) time.Time {
 	return f.start.Add(f.cfg.OutputLatency + audio.SamplesToDuration(frame, f.cfg.Rate))
 }
 
-func (f *fileOutput) failed() error { return nil }
+func (f *fileOutput) Failed() error { return nil }
 
-func (f *fileOutput) close(bool) error {
+func (f *fileOutput) Close(bool) error {
 	if f.wav == nil {
 		return nil
 	}

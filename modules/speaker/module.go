@@ -28,7 +28,8 @@ type Options struct {
 	Quality audio.Quality `yaml:"-" json:"-"`
 }
 
-func (o Options) withDefaults() Options {
+// WithDefaults fills in the defaults of the fields left zero.
+func (o Options) WithDefaults() Options {
 	if o.ProgressInterval <= 0 {
 		o.ProgressInterval = 20 * time.Millisecond
 	}
@@ -48,33 +49,50 @@ func (o Options) validate() error {
 	return nil
 }
 
-// output is where the samples go: a PortAudio device or a WAV file on the network clock.
-// Its consumer side renders from the link (see link).
-type output interface {
-	// open prepares the output and returns its sample rate.
-	open(ctx context.Context, p *iu.Ports, start time.Time) (rate int, err error)
-	// begin starts consuming from l.
-	begin(l *link) error
-	rate() int
-	// advance lets an output that runs on the module's goroutine render up to now.
-	advance(now time.Time) error
-	// kick makes such an output apply a control request at once.
-	kick()
-	// heardFrame returns the device frame the listener hears at now.
-	heardFrame(now time.Time) int64
-	// frameTime returns when the listener hears device frame f.
-	frameTime(f int64) time.Time
-	// failed returns the error that ended the output, if it ended on its own.
-	failed() error
-	// close stops the output; with drain, after what it holds has been heard.
-	close(drain bool) error
+// Output is where the samples go: a sound device (package portaudio) or a WAV file on
+// the network clock (NewFile). It plays what its Renderer reads from the Ring the module
+// writes, and tells the module which device frame the listener hears when. The module
+// calls every method on its own goroutine, one Output per Run.
+type Output interface {
+	// Open prepares the output and returns its sample rate. start is the module's start,
+	// which output timelines count from.
+	Open(ctx context.Context, p *iu.Ports, start time.Time) (rate int, err error)
+	// Begin starts rendering from r (through NewRenderer(r)).
+	Begin(r *Ring) error
+	// Rate returns the sample rate Open returned.
+	Rate() int
+	// Advance lets an output that renders on the module's goroutine render up to now.
+	Advance(now time.Time) error
+	// Kick makes such an output apply a control request at once.
+	Kick()
+	// HeardFrame returns the device frame the listener hears at now.
+	HeardFrame(now time.Time) int64
+	// FrameTime returns when the listener hears device frame f.
+	FrameTime(f int64) time.Time
+	// Failed returns the error that ended the output, if it ended on its own.
+	Failed() error
+	// Close stops the output; with drain, after what it holds has been heard.
+	Close(drain bool) error
 }
 
-// Speaker is the speaker module. Make one with NewDevice or NewFile.
+// Speaker is the speaker module. Make one with NewFile, portaudio.New or New.
 type Speaker struct {
 	name      string
 	opts      Options
-	newOutput func() output
+	newOutput func() Output
+}
+
+// New returns a speaker module named name (default "speaker") that plays through the
+// output newOutput makes for each Run.
+func New(name string, opts Options, newOutput func() Output) (*Speaker, error) {
+	if name == "" {
+		name = "speaker"
+	}
+	opts = opts.WithDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	return &Speaker{name: name, opts: opts, newOutput: newOutput}, nil
 }
 
 // Name implements iu.Module.
@@ -87,20 +105,20 @@ func (s *Speaker) Run(ctx context.Context, p *iu.Ports) error {
 	log := p.Logger()
 	start := p.Now()
 	out := s.newOutput()
-	rate, err := out.open(ctx, p, start)
+	rate, err := out.Open(ctx, p, start)
 	if err != nil {
 		return err
 	}
-	l := newLink(ringCapacity(rate, s.opts.Lead, s.opts.Step))
-	pl := newPlayer(l, out, s.opts.Quality, s.opts.Lead, s.opts.Step, start, log)
-	if err := out.begin(l); err != nil {
-		out.close(false)
+	ring := newRing(ringCapacity(rate, s.opts.Lead, s.opts.Step))
+	pl := newPlayer(ring, out, s.opts.Quality, s.opts.Lead, s.opts.Step, start, log)
+	if err := out.Begin(ring); err != nil {
+		out.Close(false)
 		return err
 	}
 	r := &runner{s: s, p: p, out: out, pl: pl, start: start, log: log}
 	err = r.loop(ctx)
 	drain := err == nil
-	if cerr := out.close(drain); cerr != nil && err == nil {
+	if cerr := out.Close(drain); cerr != nil && err == nil {
 		err = cerr
 	}
 	if pl.underruns > 0 {
@@ -112,7 +130,7 @@ func (s *Speaker) Run(ctx context.Context, p *iu.Ports) error {
 type runner struct {
 	s            *Speaker
 	p            *iu.Ports
-	out          output
+	out          Output
 	pl           *player
 	start        time.Time
 	log          *zap.Logger
@@ -147,10 +165,10 @@ func (r *runner) loop(ctx context.Context) error {
 			return err
 		}
 		now = r.p.Now()
-		if err := r.out.advance(now); err != nil {
+		if err := r.out.Advance(now); err != nil {
 			return err
 		}
-		if err := r.out.failed(); err != nil {
+		if err := r.out.Failed(); err != nil {
 			pl.sync(now, false)
 			pl.emit(pl.reportAt(Stopped, pl.heard, pl.pos(now), false, "output failed"))
 			if serr := r.send(ctx); serr != nil {

@@ -43,8 +43,8 @@ func (pl *placement) offset(h int64) int {
 	return int(min(max(x, 0), int64(pl.it.pcm.Len())))
 }
 
-// run is the resampling state for consecutive items at one rate.
-type run struct {
+// resampling is the resampler's state for a run of consecutive items at one rate.
+type resampling struct {
 	rate     int
 	rs       *audio.Resampler // nil when the item rate is the output rate
 	r0       int64            // ring position of the run's first output sample
@@ -52,7 +52,8 @@ type run struct {
 	up, down int64
 }
 
-// request is a control change P has asked C to apply and waits to see acknowledged.
+// request is a control change the writer has asked the renderer to apply and waits to
+// see acknowledged.
 type request struct {
 	seq  uint64
 	kind requestKind
@@ -72,22 +73,22 @@ const (
 	reqRevoke
 )
 
-// player is P's side: it owns the queue, the resampler, the ring's write side and the
-// bookkeeping that maps what the listener hears back to audio IUs. Only the module's
-// goroutine touches it.
+// player is the ring's writer: it owns the queue, the resampler, the ring's write side
+// and the bookkeeping that maps what the listener hears back to audio IUs. Only the
+// module's goroutine touches it.
 type player struct {
-	l        *link
-	out      output
+	ring     *Ring
+	out      Output
 	rate     int
 	quality  audio.Quality
-	lead     int64 // frames the ring is kept filled ahead of C's read position
+	lead     int64 // frames the ring is kept filled ahead of the renderer's read position
 	lowWater int64 // below this fill, a finished resampler run is flushed
 	start    time.Time
 	log      *zap.Logger
 
 	queue   []*item
-	run     *run
-	pending []float32 // resampler output not yet in the ring (positions w...)
+	run     *resampling // the current run
+	pending []float32   // resampler output not yet in the ring (positions w...)
 	placed  []*placement
 	w       int64
 
@@ -99,7 +100,7 @@ type player struct {
 	heard     int64 // ring positions below it have been heard
 	idleMark  int64 // heard position when output last went idle or stopped
 	state     State
-	paused    bool      // as requested (C may not have applied it yet)
+	paused    bool      // as requested (the renderer may not have applied it yet)
 	tailUntil time.Time // when the audio the device held at a pause or stop has been heard
 
 	interrupted    bool
@@ -110,10 +111,10 @@ type player struct {
 	reports     []Progress
 }
 
-func newPlayer(l *link, out output, quality audio.Quality, lead, step time.Duration, start time.Time, log *zap.Logger) *player {
-	rate := out.rate()
+func newPlayer(ring *Ring, out Output, quality audio.Quality, lead, step time.Duration, start time.Time, log *zap.Logger) *player {
+	rate := out.Rate()
 	p := &player{
-		l: l, out: out, rate: rate, quality: quality, start: start, log: log,
+		ring: ring, out: out, rate: rate, quality: quality, start: start, log: log,
 		lead:     audio.DurationToSamples(lead, rate),
 		lowWater: audio.DurationToSamples(3*step, rate),
 		state:    Idle,
@@ -178,11 +179,11 @@ func (p *player) revoke(id iu.ID) {
 		if pl.it.id != id {
 			continue
 		}
-		if pl.start < p.l.r.Load() {
+		if pl.start < p.ring.r.Load() {
 			p.log.Debug("revoked audio already plays; letting it finish", zap.String("iu", string(id)))
 			return
 		}
-		// In the ring but not heard: cut the ring at its start, if C has not got there
+		// In the ring but not heard: cut the ring at its start, if the renderer has not got there
 		// by the time it sees the cut.
 		p.submit(request{kind: reqRevoke, at: pl.start, revoked: pl.it, reason: "revoke " + string(id)})
 		return
@@ -208,7 +209,7 @@ func (p *player) command(c control.Command) {
 	}
 }
 
-// submit sends a request to C, or queues it behind the one in flight: requests are
+// submit sends a request to the renderer, or queues it behind the one in flight: requests are
 // applied one at a time so that each acknowledgement says where that request took effect.
 func (p *player) submit(r request) {
 	if p.inflight != nil {
@@ -218,27 +219,28 @@ func (p *player) submit(r request) {
 	switch r.kind {
 	case reqPause:
 		p.paused = true
-		p.l.pause.Store(true)
+		p.ring.pause.Store(true)
 	case reqResume:
 		p.paused = false
-		p.l.pause.Store(false)
+		p.ring.pause.Store(false)
 	case reqInterrupt:
-		// Stop reading where C is now; C's acknowledgement says exactly where that was.
-		r.at = p.l.r.Load()
+		// Stop reading where the renderer is now; its acknowledgement says exactly where
+		// that was.
+		r.at = p.ring.r.Load()
 		if !p.droppable(p.itemAt(r.at), r.turn) {
 			r.at = noLimit // what plays now belongs to a later turn: drop only the queue
 		}
 		p.paused = false
-		p.l.pause.Store(false)
-		p.l.limit.Store(r.at)
+		p.ring.pause.Store(false)
+		p.ring.limit.Store(r.at)
 	case reqRevoke:
-		p.l.limit.Store(r.at)
+		p.ring.limit.Store(r.at)
 	}
 	p.req++
 	r.seq = p.req
-	p.l.req.Store(p.req)
+	p.ring.req.Store(p.req)
 	p.inflight = &r
-	p.out.kick()
+	p.out.Kick()
 }
 
 // droppable reports whether an Interrupt of turn drops it.
@@ -259,22 +261,22 @@ func (p *player) itemAt(x int64) *item {
 	return nil
 }
 
-// lift lets C read freely again after a cut; nothing waits for its acknowledgement (a
+// lift lets the renderer read freely again after a cut; nothing waits for its acknowledgement (a
 // later request's acknowledgement covers it).
 func (p *player) lift() {
-	p.l.limit.Store(noLimit)
+	p.ring.limit.Store(noLimit)
 	p.req++
-	p.l.req.Store(p.req)
-	p.out.kick()
+	p.ring.req.Store(p.req)
+	p.out.Kick()
 }
 
-// sync brings P up to date with C at time now: records, acknowledgements, the heard
+// sync brings the writer up to date with the renderer at time now: records, acknowledgements, the heard
 // position and the state, queueing progress reports for what changed. steady asks for
 // a steady Playing report as well.
 func (p *player) sync(now time.Time, steady bool) {
 	for {
 		p.drainRecords()
-		if p.inflight == nil || p.l.ack.Load() < p.inflight.seq {
+		if p.inflight == nil || p.ring.ack.Load() < p.inflight.seq {
 			break
 		}
 		r := *p.inflight
@@ -286,7 +288,7 @@ func (p *player) sync(now time.Time, steady bool) {
 			p.submit(next)
 		}
 	}
-	h := p.heardAt(p.out.heardFrame(now))
+	h := p.heardAt(p.out.HeardFrame(now))
 	if h > p.heard {
 		p.heard = h
 	}
@@ -320,9 +322,9 @@ func (p *player) sync(now time.Time, steady bool) {
 	p.prune()
 }
 
-// resolve acts on C's acknowledgement of r.
+// resolve acts on the renderer's acknowledgement of r.
 func (p *player) resolve(r request, now time.Time) {
-	ackPos := p.l.ackPos.Load()
+	ackPos := p.ring.ackPos.Load()
 	switch r.kind {
 	case reqPause:
 		p.stopReport(Paused, ackPos, now, r.reason)
@@ -361,12 +363,12 @@ func (p *player) resolve(r request, now time.Time) {
 	}
 }
 
-// stopReport switches to state (Paused or Stopped) after C stopped reading at ring
+// stopReport switches to state (Paused or Stopped) after the renderer stopped reading at ring
 // position stop, and reports the last sample the listener will hear and when.
 func (p *player) stopReport(state State, stop int64, now time.Time, reason string) {
 	p.state = state
 	p.idleMark = stop
-	end := p.out.frameTime(p.stopFrame(stop))
+	end := p.out.FrameTime(p.stopFrame(stop))
 	tail := end.After(now)
 	if tail {
 		p.tailUntil = end
@@ -388,10 +390,10 @@ func (p *player) stopFrame(stop int64) int64 {
 			return s.frame
 		}
 	}
-	return p.l.rendered.Load()
+	return p.ring.rendered.Load()
 }
 
-// cutAt drops the ring's audio from position c on (C is held below c) and requeues
+// cutAt drops the ring's audio from position c on (the renderer is held below c) and requeues
 // the items that had not started, except those drop selects. An item cut short in the
 // middle has started: its remainder is gone.
 func (p *player) cutAt(c int64, drop func(*item) bool) {
@@ -399,7 +401,7 @@ func (p *player) cutAt(c int64, drop func(*item) bool) {
 		c = p.w
 	}
 	p.w = c
-	p.l.w.Store(c)
+	p.ring.w.Store(c)
 	p.pending = nil
 	p.run = nil
 	var requeue []*item
@@ -443,13 +445,14 @@ func (p *player) inFlight() bool {
 	return len(p.queue) > 0 || len(p.pending) > 0 || (p.run != nil && p.run.rs != nil) || p.heard < p.w
 }
 
-// fill moves queued audio through the resampler into the ring, up to lead ahead of C.
+// fill moves queued audio through the resampler into the ring, up to lead ahead of the
+// renderer.
 func (p *player) fill() {
 	if p.inflight != nil && (p.inflight.kind == reqInterrupt || p.inflight.kind == reqRevoke) {
 		return // the ring's future is being rewritten
 	}
 	p.writePending()
-	target := p.l.r.Load() + p.lead
+	target := p.ring.r.Load() + p.lead
 	for len(p.pending) == 0 && p.w < target && len(p.queue) > 0 {
 		it := p.queue[0]
 		if p.run == nil || p.run.rate != it.pcm.Rate {
@@ -488,7 +491,7 @@ func (p *player) fill() {
 		}
 		p.writePending()
 	}
-	if len(p.queue) == 0 && len(p.pending) == 0 && p.run != nil && p.run.rs != nil && p.w-p.l.r.Load() < p.lowWater {
+	if len(p.queue) == 0 && len(p.pending) == 0 && p.run != nil && p.run.rs != nil && p.w-p.ring.r.Load() < p.lowWater {
 		// Nothing more to resample for now and the ring runs low: release what the
 		// filter holds back. Audio arriving later starts a new run.
 		p.endRun()
@@ -497,7 +500,7 @@ func (p *player) fill() {
 
 func (p *player) startRun(rate int) error {
 	g := gcd(rate, p.rate)
-	rn := &run{rate: rate, r0: p.w, up: int64(p.rate / g), down: int64(rate / g)}
+	rn := &resampling{rate: rate, r0: p.w, up: int64(p.rate / g), down: int64(rate / g)}
 	if rate != p.rate {
 		rs, err := audio.NewResampler(rate, p.rate, 1, p.quality)
 		if err != nil {
@@ -526,24 +529,24 @@ func (p *player) writePending() {
 	if len(p.pending) == 0 {
 		return
 	}
-	free := int64(len(p.l.ring)) - (p.w - p.l.r.Load())
+	free := int64(len(p.ring.ring)) - (p.w - p.ring.r.Load())
 	n := min(int64(len(p.pending)), free)
 	for i := int64(0); i < n; i++ {
-		p.l.ring[(p.w+i)&p.l.mask] = p.pending[i]
+		p.ring.ring[(p.w+i)&p.ring.mask] = p.pending[i]
 	}
 	p.w += n
-	p.l.w.Store(p.w)
+	p.ring.w.Store(p.w)
 	p.pending = p.pending[n:]
 }
 
-// drainRecords moves C's records into segs.
+// drainRecords moves the renderer's records into segs.
 func (p *player) drainRecords() {
-	l := p.l
+	l := p.ring
 	w := l.recW.Load()
 	for r := l.recR.Load(); r < w; r++ {
 		rec := l.rec[r%recordSlots]
 		if !rec.playing && len(p.queue)+len(p.pending) > 0 && !p.paused && p.inflight == nil && rec.pos == p.w {
-			// C ran dry while audio was waiting: the module was late.
+			// The renderer ran dry while audio was waiting: the module was late.
 			p.underruns++
 			p.log.Debug("speaker underrun", zap.Int64("frame", rec.frame), zap.Int("underruns", p.underruns))
 		}
@@ -576,7 +579,7 @@ func (p *player) heardAt(frame int64) int64 {
 		if i+1 < len(p.segs) {
 			h = min(h, p.segs[i+1].pos)
 		}
-		h = min(h, p.l.r.Load())
+		h = min(h, p.ring.r.Load())
 	}
 	// Keep the segment in force; older ones are no longer needed.
 	p.segs = p.segs[i:]
@@ -620,7 +623,7 @@ func (p *player) takeReports() []Progress {
 	return r
 }
 
-// busy reports whether P must keep waking up: audio in flight, a tail, a request.
+// busy reports whether the writer must keep waking up: audio in flight, a tail, a request.
 func (p *player) busy() bool {
 	return p.inFlight() || !p.tailUntil.IsZero() || p.inflight != nil || p.state == Playing
 }

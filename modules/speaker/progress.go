@@ -8,12 +8,13 @@
 // and how many of its samples have been heard — what has come out of the speaker, not
 // what was handed to the device — and is grounded in that audio IU.
 //
-// Two outputs share all of this: Device plays through PortAudio in real time and derives
-// the heard position from the device's own timing (frames consumed by the callback,
-// corrected by the stream's output latency); File plays on the network's clock (real or
-// virtual), writes what the listener would have heard to a WAV file on the output
-// timeline, and can simulate a device's output latency. Both report positions on an
-// output timeline that starts when the module starts.
+// Outputs (Output) share all of this: package portaudio plays through a sound device in
+// real time and derives the heard position from the device's own timing (frames consumed
+// by the callback, corrected by the stream's output latency); NewFile plays on the
+// network's clock (real or virtual), writes what the listener would have heard to a WAV
+// file on the output timeline, and can simulate a device's output latency. Both report
+// positions on an output timeline that starts when the module starts. The module writes
+// the audio into a lock-free Ring, which the output's Renderer plays from.
 //
 // Control commands (package control) act at once: Pause holds the output and remembers
 // the position, Resume continues from exactly that sample, and Interrupt{TurnID} drops

@@ -1,4 +1,4 @@
-package speaker_test
+package portaudio_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/mic"
 	"github.com/parley-voice/parley/modules/speaker"
+	"github.com/parley-voice/parley/modules/speaker/portaudio"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
@@ -153,7 +154,7 @@ func TestDeviceSpeakerPlaysIntoSink(t *testing.T) {
 	}
 	// Generous buffers: this test is about the signal arriving intact, and a busy
 	// machine must not cut gaps into it (the timing tests below use tight ones).
-	sp, err := speaker.NewDevice("speaker", speaker.DeviceConfig{Device: "pulse", Latency: 150 * time.Millisecond,
+	sp, err := portaudio.New("speaker", portaudio.Config{Device: "pulse", Latency: 150 * time.Millisecond,
 		Options: speaker.Options{Lead: 400 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +299,7 @@ func TestProgressMatchesRecording(t *testing.T) {
 	for k := range bursts {
 		steps = append(steps, scriptStep{at: 300 * time.Millisecond, pay: chunk{f: burst(16000, 40*time.Millisecond, 300*time.Millisecond, 0.5), turn: 1, name: fmt.Sprint("burst ", k)}})
 	}
-	sp, err := speaker.NewDevice("speaker", speaker.DeviceConfig{Device: "pulse", Latency: 40 * time.Millisecond})
+	sp, err := portaudio.New("speaker", portaudio.Config{Device: "pulse", Latency: 40 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +363,7 @@ func TestDeviceSpeakerInterrupt(t *testing.T) {
 	steps = append(steps,
 		scriptStep{at: 900 * time.Millisecond, pay: control.Command{Action: control.Interrupt, TurnID: 1}},
 		scriptStep{at: 1000 * time.Millisecond, pay: chunk{f: burst(16000, 40*time.Millisecond, 40*time.Millisecond, 0.5), turn: 1, name: "late"}})
-	sp, err := speaker.NewDevice("speaker", speaker.DeviceConfig{Device: "pulse", Latency: 40 * time.Millisecond})
+	sp, err := portaudio.New("speaker", portaudio.Config{Device: "pulse", Latency: 40 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +416,7 @@ func TestDeviceSpeakerInterrupt(t *testing.T) {
 func TestDeviceSpeakerLost(t *testing.T) {
 	srv, _ := room(t)
 	steps := chunks(burst(16000, 3*time.Second, 3*time.Second, 0.3), 1)
-	sp, err := speaker.NewDevice("speaker", speaker.DeviceConfig{Device: "pulse"})
+	sp, err := portaudio.New("speaker", portaudio.Config{Device: "pulse"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +518,7 @@ func BenchmarkLoopThroughLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sp, err := speaker.NewDevice("speaker", speaker.DeviceConfig{Device: "pulse", Latency: spkLatency, Options: speaker.Options{Lead: 40 * time.Millisecond}})
+	sp, err := portaudio.New("speaker", portaudio.Config{Device: "pulse", Latency: spkLatency, Options: speaker.Options{Lead: 40 * time.Millisecond}})
 	if err != nil {
 		b.Fatal(err)
 	}

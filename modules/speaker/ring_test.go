@@ -6,22 +6,22 @@ import (
 	"testing"
 )
 
-// TestLinkConcurrent runs the ring's producer and consumer on two goroutines, as the
-// module and the PortAudio callback do, with pauses toggled underneath: the consumer
-// must see the producer's samples in order, each exactly once, and the race detector
-// must find nothing.
-func TestLinkConcurrent(t *testing.T) {
+// TestRingConcurrent runs the ring's writer and renderer on two goroutines, as the
+// module and the PortAudio callback do, with pauses toggled underneath: the renderer
+// must see the writer's samples in order, each exactly once, and the race detector must
+// find nothing.
+func TestRingConcurrent(t *testing.T) {
 	const total = 200000
-	l := newLink(1024)
+	l := newRing(1024)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	got := make([]float32, 0, total)
-	go func() { // C
+	go func() { // the renderer
 		defer wg.Done()
-		c := newRenderer(l)
+		rd := NewRenderer(l)
 		buf := make([]float32, 2*97)
 		for len(got) < total {
-			c.render(buf, 97, 2)
+			rd.Render(buf, 97, 2)
 			runtime.Gosched()
 			for i := 0; i < 97; i++ {
 				if buf[2*i] != buf[2*i+1] {
@@ -34,7 +34,7 @@ func TestLinkConcurrent(t *testing.T) {
 			}
 		}
 	}()
-	// P: writes 1, 2, 3, ... (never 0, so silence is recognisable), and pauses or
+	// The writer: writes 1, 2, 3, ... (never 0, so silence is recognisable), and pauses or
 	// resumes every 5000 samples written.
 	next := float32(1)
 	var w int64
@@ -57,7 +57,7 @@ func TestLinkConcurrent(t *testing.T) {
 		}
 		l.w.Store(w)
 		if l.pause.Load() && free == 0 {
-			// C cannot drain a full ring while paused: resume.
+			// The renderer cannot drain a full ring while paused: resume.
 			req++
 			l.pause.Store(false)
 			l.req.Store(req)

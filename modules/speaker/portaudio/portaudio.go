@@ -1,4 +1,8 @@
-package speaker
+// Package portaudio is the speaker module's sound-device output: it plays through a
+// PortAudio device (audio/device) in real time and derives what the listener hears from
+// the device's own timing. Package speaker stays pure Go; pipeline opens this output for
+// live sessions.
+package portaudio
 
 import (
 	"context"
@@ -10,12 +14,13 @@ import (
 	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/clock"
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/speaker"
 	"go.uber.org/zap"
 )
 
-// DeviceConfig configures the device speaker.
-type DeviceConfig struct {
-	Options `yaml:",inline"`
+// Config configures the device speaker.
+type Config struct {
+	speaker.Options `yaml:",inline"`
 	// Device names the output device: a name, a case-insensitive part of one, or an
 	// index from 'agent devices' (see device.Select); empty for the default output.
 	Device string `yaml:"device" json:"device"`
@@ -34,13 +39,10 @@ type DeviceConfig struct {
 	Host device.Options `yaml:"-" json:"-"`
 }
 
-// NewDevice returns a speaker that plays through a PortAudio output device in real
+// New returns a speaker module that plays through a PortAudio output device in real
 // time. It needs the real clock.
-func NewDevice(name string, cfg DeviceConfig) (*Speaker, error) {
-	if name == "" {
-		name = "speaker"
-	}
-	cfg.Options = cfg.Options.withDefaults()
+func New(name string, cfg Config) (*speaker.Speaker, error) {
+	cfg.Options = cfg.Options.WithDefaults()
 	if cfg.Latency == 0 {
 		cfg.Latency = 50 * time.Millisecond
 	}
@@ -50,17 +52,14 @@ func NewDevice(name string, cfg DeviceConfig) (*Speaker, error) {
 	// The device takes a whole buffer (up to the latency) at a time: the ring must hold
 	// more than that, or every callback would run dry.
 	cfg.Lead = max(cfg.Lead, cfg.Latency+2*cfg.Step)
-	if err := cfg.Options.validate(); err != nil {
-		return nil, err
-	}
-	return &Speaker{name: name, opts: cfg.Options, newOutput: func() output { return &deviceOutput{cfg: cfg} }}, nil
+	return speaker.New(name, cfg.Options, func() speaker.Output { return &deviceOutput{cfg: cfg} })
 }
 
-// deviceOutput plays through PortAudio. Its callback is C (see link): it renders from
-// the ring and publishes, after every buffer, when that buffer's first frame reaches
+// deviceOutput plays through PortAudio. Its callback is the renderer (see speaker.Ring):
+// it renders from the ring and publishes, after every buffer, when that buffer's first frame reaches
 // the listener.
 type deviceOutput struct {
-	cfg     DeviceConfig
+	cfg     Config
 	log     *zap.Logger
 	base    time.Time // the module's start, with the monotonic reading the callback measures from
 	host    *device.Host
@@ -80,7 +79,7 @@ type deviceOutput struct {
 	closed    bool
 }
 
-func (d *deviceOutput) open(ctx context.Context, p *iu.Ports, start time.Time) (int, error) {
+func (d *deviceOutput) Open(ctx context.Context, p *iu.Ports, start time.Time) (int, error) {
 	if _, virtual := p.Clock().(clock.Scheduler); virtual {
 		return 0, errors.New("speaker: the device speaker plays in real time and needs the real clock; use the file speaker on a virtual clock")
 	}
@@ -114,22 +113,22 @@ func (d *deviceOutput) open(ctx context.Context, p *iu.Ports, start time.Time) (
 	return d.outRate, nil
 }
 
-// outputEvent wakes the module: C applied a request, or the stream finished.
+// outputEvent wakes the module: the renderer applied a request, or the stream finished.
 type outputEvent struct{}
 
-func (d *deviceOutput) begin(l *link) error {
+func (d *deviceOutput) Begin(r *speaker.Ring) error {
 	// Wake the module when the callback has applied a control request, so that Pause
 	// and Interrupt are reported one buffer after they took effect, not a step later.
-	l.notify = func() { d.post(outputEvent{}) }
-	rend := newRenderer(l)
+	r.SetNotify(func() { d.post(outputEvent{}) })
+	rend := speaker.NewRenderer(r)
 	rate := int64(d.outRate)
 	base := d.base
 	// fallback stands in for the callback's DAC time on hosts that do not report it: the
 	// stream's nominal output latency, known once it is open.
 	var fallback atomic.Int64
 	stream, err := d.host.OpenOutput(d.scfg, func(out []float32, frames int, t device.Timing, _ device.Flags) {
-		first := rend.frame
-		rend.render(out, frames, len(out)/frames)
+		first := rend.Frame()
+		rend.Render(out, frames, len(out)/frames)
 		ahead := t.OutputDAC - t.Current
 		if t.OutputDAC == 0 || ahead < 0 {
 			ahead = time.Duration(fallback.Load())
@@ -155,15 +154,15 @@ func (d *deviceOutput) begin(l *link) error {
 	return nil
 }
 
-func (d *deviceOutput) rate() int { return d.outRate }
+func (d *deviceOutput) Rate() int { return d.outRate }
 
-func (d *deviceOutput) advance(time.Time) error { return nil }
+func (d *deviceOutput) Advance(time.Time) error { return nil }
 
-// kick does nothing: the callback applies requests at its next buffer, and wakes the
-// module through link.notify.
-func (d *deviceOutput) kick() {}
+// Kick does nothing: the callback applies requests at its next buffer, and wakes the
+// module through the ring's notify.
+func (d *deviceOutput) Kick() {}
 
-func (d *deviceOutput) heardFrame(now time.Time) int64 {
+func (d *deviceOutput) HeardFrame(now time.Time) int64 {
 	if !d.anchorSet.Load() {
 		return 0
 	}
@@ -171,11 +170,11 @@ func (d *deviceOutput) heardFrame(now time.Time) int64 {
 	return max(0, int64(since)*int64(d.outRate)/int64(time.Second))
 }
 
-func (d *deviceOutput) frameTime(f int64) time.Time {
+func (d *deviceOutput) FrameTime(f int64) time.Time {
 	return d.base.Add(time.Duration(d.anchor.Load() + f*int64(time.Second)/int64(d.outRate)))
 }
 
-func (d *deviceOutput) failed() error {
+func (d *deviceOutput) Failed() error {
 	if d.stream == nil {
 		return nil
 	}
@@ -187,7 +186,7 @@ func (d *deviceOutput) failed() error {
 	}
 }
 
-func (d *deviceOutput) close(drain bool) error {
+func (d *deviceOutput) Close(drain bool) error {
 	if d.closed {
 		return nil
 	}

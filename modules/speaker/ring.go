@@ -1,0 +1,168 @@
+package speaker
+
+import (
+	"math"
+	"sync/atomic"
+)
+
+// Ring connects the speaker module's goroutine, the writer (it resamples the queued
+// audio into the ring and asks for control changes), with the output's renderer, which
+// plays from it: the PortAudio callback thread of a device output, or the file output's
+// rendering, which runs on the module goroutine itself. The renderer must never wait for
+// the writer, so they share nothing but this lock-free single-writer/single-renderer
+// structure:
+//
+//   - ring holds mono samples at the output rate. The writer writes positions [r, w) and
+//     then publishes w; the renderer reads from r and publishes r. Positions are
+//     absolute sample counts; the slot of position x is x & mask. The writer never
+//     writes a slot the renderer may still read (x < r+len(ring)), and the renderer never
+//     reads past w.
+//   - Control: the writer sets paused and limit (the renderer never reads at or past
+//     limit), then bumps req. The renderer picks up both at the start of its next
+//     render, and acknowledges by publishing ackPos (its read position when it applied
+//     them) and then ack = req. Everything the writer learns about where the output
+//     stopped comes from these acknowledgements.
+//   - records: the renderer appends a record at every transition between ring audio
+//     and silence (and when its read position jumps), so that the writer can map the
+//     device frame the listener hears to a ring position. The writer drains them.
+//   - rendered describes the device's clock (see Output).
+//
+// Ownership: ring slots belong to the writer until published by w and to the renderer
+// until released by r; every other field is written by exactly one side, as marked.
+// An Output only ever touches a Ring through a Renderer (and SetNotify).
+type Ring struct {
+	ring []float32
+	mask int64
+
+	w     atomic.Int64  // writer: end of written audio
+	limit atomic.Int64  // writer: the renderer reads only below it (noLimit when free)
+	pause atomic.Bool   // writer: the renderer outputs silence and does not read
+	req   atomic.Uint64 // writer: bumped after changing limit or pause
+
+	r      atomic.Int64  // renderer: read position
+	ackPos atomic.Int64  // renderer: r when the request ack was applied
+	ack    atomic.Uint64 // renderer: the last request applied
+
+	rec      [recordSlots]record // slots: the renderer writes, the writer reads after recW publishes them
+	recW     atomic.Uint64       // renderer: records written
+	recR     atomic.Uint64       // writer: records consumed
+	recLost  atomic.Uint64       // renderer: records dropped because the writer fell behind
+	rendered atomic.Int64        // renderer: device frames rendered (ring audio and silence)
+
+	// notify, when set before the output starts, is called by the renderer after it
+	// applied a request, to wake the writer.
+	notify func()
+}
+
+const (
+	recordSlots = 1024
+	noLimit     = math.MaxInt64
+)
+
+// record says that from device frame frame on, the output is ring audio starting at
+// position pos (playing) or silence with the read position at pos (not playing).
+type record struct {
+	frame   int64
+	pos     int64
+	playing bool
+}
+
+func newRing(capacity int) *Ring {
+	n := 1
+	for n < capacity {
+		n <<= 1
+	}
+	r := &Ring{ring: make([]float32, n), mask: int64(n - 1)}
+	r.limit.Store(noLimit)
+	return r
+}
+
+// SetNotify makes the renderer call f after it applied a control request, so that an
+// output whose renderer runs on its own thread wakes the module at once (f must not
+// block: a device output uses Ports.TryPost). Call it before the output starts
+// rendering.
+func (r *Ring) SetNotify(f func()) { r.notify = f }
+
+// Renderer is the output's side of a Ring. One goroutine or thread owns it at a time.
+type Renderer struct {
+	ring    *Ring
+	frame   int64 // device frames rendered
+	r       int64 // read position (published in ring.r)
+	seen    uint64
+	paused  bool
+	limit   int64
+	playing bool
+}
+
+// NewRenderer returns the renderer of r; an output makes one in Begin.
+func NewRenderer(r *Ring) *Renderer { return &Renderer{ring: r, limit: noLimit} }
+
+// Frame returns how many device frames have been rendered.
+func (rd *Renderer) Frame() int64 { return rd.frame }
+
+// Render fills out with frames sample frames of channels interleaved channels: ring
+// audio (the same sample on every channel) while there is some and the output is not
+// paused, silence otherwise. It never blocks and never allocates.
+func (rd *Renderer) Render(out []float32, frames, channels int) {
+	l := rd.ring
+	applied := false
+	var ackPos int64
+	if req := l.req.Load(); req != rd.seen {
+		rd.seen = req
+		rd.paused = l.pause.Load()
+		rd.limit = l.limit.Load()
+		applied, ackPos = true, rd.r
+		if rd.playing && (rd.paused || rd.r >= rd.limit) {
+			// The output goes silent here, even if this render asks for no frames.
+			rd.record(record{frame: rd.frame, pos: rd.r, playing: false})
+			rd.playing = false
+		}
+	}
+	n := 0
+	if !rd.paused {
+		if avail := min(l.w.Load(), rd.limit) - rd.r; avail > 0 {
+			n = int(min(int64(frames), avail))
+		}
+	}
+	if n > 0 && !rd.playing {
+		rd.record(record{frame: rd.frame, pos: rd.r, playing: true})
+		rd.playing = true
+	}
+	for i := 0; i < n; i++ {
+		v := l.ring[(rd.r+int64(i))&l.mask]
+		for ch := 0; ch < channels; ch++ {
+			out[i*channels+ch] = v
+		}
+	}
+	rd.r += int64(n)
+	l.r.Store(rd.r)
+	if n < frames {
+		if rd.playing {
+			rd.record(record{frame: rd.frame + int64(n), pos: rd.r, playing: false})
+			rd.playing = false
+		}
+		clear(out[n*channels : frames*channels])
+	}
+	rd.frame += int64(frames)
+	l.rendered.Store(rd.frame)
+	if applied {
+		// Acknowledged last, so that the writer finds the records of this render (where
+		// the output went silent) when it sees the acknowledgement.
+		l.ackPos.Store(ackPos)
+		l.ack.Store(rd.seen)
+		if l.notify != nil {
+			l.notify()
+		}
+	}
+}
+
+func (rd *Renderer) record(rec record) {
+	l := rd.ring
+	w := l.recW.Load()
+	if w-l.recR.Load() >= recordSlots {
+		l.recLost.Add(1)
+		return
+	}
+	l.rec[w%recordSlots] = rec
+	l.recW.Store(w + 1)
+}
