@@ -30,6 +30,12 @@ func (a testAudio) PCM() audio.Frame { return a.f }
 func (a testAudio) AgentTurn() int   { return a.turn }
 func (a testAudio) String() string   { return a.name }
 
+// HeardAt makes testAudio a Speech payload: its "text" is its name, and the position
+// the offset itself, so that reports show exactly what they were asked for.
+func (a testAudio) HeardAt(offset int) HeardText {
+	return HeardText{TurnID: a.turn, Clause: a.name, Start: offset, End: offset, Fraction: float64(offset) / float64(a.f.Len())}
+}
+
 // signal returns n samples at rate whose values are unique to (id, index), so that a
 // sample found in the output says exactly which item and sample it came from.
 func signal(id, n, rate int) audio.Frame {
@@ -114,6 +120,13 @@ func (r *recorder) Observe(at time.Time, m iu.Message) {
 		if pr, ok := up.IU.Payload.(Progress); ok && up.Type == iu.Add {
 			if pr.Heard != "" && (len(up.IU.GroundedIn) != 1 || up.IU.GroundedIn[0] != pr.Heard) {
 				panic(fmt.Sprintf("progress %v grounded in %v, not in %s", pr, up.IU.GroundedIn, pr.Heard))
+			}
+			// The report says where in its text the listener is: the Speech payload's own
+			// answer for the samples heard.
+			if sp, ok := pr.Item.(Speech); ok && (pr.Text == nil || *pr.Text != sp.HeardAt(pr.Offset)) {
+				panic(fmt.Sprintf("progress %v reports text %+v, its item says %+v", pr, pr.Text, sp.HeardAt(pr.Offset)))
+			} else if !ok && pr.Text != nil {
+				panic(fmt.Sprintf("progress %v reports text %+v for audio without text", pr, pr.Text))
 			}
 			r.got = append(r.got, timedReport{at.Sub(r.start), pr})
 		}

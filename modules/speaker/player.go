@@ -608,6 +608,10 @@ func (p *player) reportAt(state State, h int64, pos time.Duration, tail bool, re
 	}
 	if at != nil {
 		pr.Heard, pr.Item, pr.Offset, pr.Length = at.it.id, at.it.payload, at.offset(h), at.it.length
+		if sp, ok := at.it.payload.(Speech); ok {
+			t := sp.HeardAt(pr.Offset)
+			pr.Text = &t
+		}
 	}
 	return pr
 }

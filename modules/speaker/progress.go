@@ -49,6 +49,27 @@ type Turned interface {
 	AgentTurn() int
 }
 
+// Speech is implemented by audio payloads that speak text (tts.Chunk), so that progress
+// reports can say which word the listener hears.
+type Speech interface {
+	// HeardAt returns where in its text the listener is after hearing offset samples of
+	// the payload's audio.
+	HeardAt(offset int) HeardText
+}
+
+// HeardText is a position in the agent's text, as the listener hears it.
+type HeardText struct {
+	// TurnID and ClauseID name the agent turn and the clause within it.
+	TurnID, ClauseID int
+	// Clause is the clause's text, which Start and End point into.
+	Clause string
+	// Start and End are the byte span in Clause of the word being heard. Equal values
+	// mean no word is in progress (a pause): the clause was heard up to Start.
+	Start, End int
+	// Fraction is the share of the word's audio heard so far, from 0 to 1 (0 in pauses).
+	Fraction float64
+}
+
 // State is what the speaker is doing.
 type State uint8
 
@@ -100,6 +121,10 @@ type Progress struct {
 	// Reason says what caused a state change ("pause turn 3", "interrupt turn 3",
 	// "finished", ...); empty on steady reports.
 	Reason string
+	// Text is where in the agent's text the listener is, when Item speaks text (a
+	// Speech payload): the word heard at Offset and how much of it. It is what the
+	// dialogue history keeps of an interrupted turn.
+	Text *HeardText
 }
 
 // Kind implements iu.Payload.

@@ -28,6 +28,9 @@ type cut struct {
 	start   int64
 	samples []float32
 	label   label
+	// wordOffset and wordLength place a word's cut in the word's audio (see
+	// Chunk.WordOffset); both are 0 for silence.
+	wordOffset, wordLength int
 }
 
 // silenceLevel is the largest magnitude counted as silence: below one step of 16-bit PCM,
@@ -53,6 +56,7 @@ type chunker struct {
 	marks            []labelMark
 	cur              label
 	curSent          bool // a chunk with the current label was emitted: its span is fixed
+	curEmitted       int  // samples emitted with the current label
 }
 
 func newChunker(maxLen, minPause, hold int) *chunker {
@@ -79,6 +83,7 @@ func (c *chunker) process(final bool, lastEnd int) []cut {
 		for len(c.marks) > 0 && c.marks[0].sample <= c.pos {
 			c.cur = c.marks[0].label
 			c.curSent = false
+			c.curEmitted = 0
 			c.marks = c.marks[1:]
 		}
 		if len(c.buf) == 0 {
@@ -102,8 +107,10 @@ func (c *chunker) process(final bool, lastEnd int) []cut {
 			if c.cur.word >= 0 && !c.curSent && z <= c.hold {
 				return out
 			}
+			// The word's end is not known yet: its length so far is what was emitted and
+			// what is buffered up to the silence.
 			whole := z / c.maxLen * c.maxLen
-			out = c.emit(out, whole, c.cur)
+			out = c.emit(out, whole, c.cur, c.curEmitted+z)
 			return out
 		}
 		if c.cur.word >= 0 && !c.curSent && wordEnd > c.cur.end {
@@ -113,19 +120,25 @@ func (c *chunker) process(final bool, lastEnd int) []cut {
 		if c.cur.word >= 0 && n-z >= c.minPause {
 			pause = z
 		}
-		out = c.emit(out, pause, c.cur)
-		out = c.emit(out, n-pause, label{word: -1, start: c.cur.end, end: c.cur.end})
+		out = c.emit(out, pause, c.cur, c.curEmitted+pause)
+		out = c.emit(out, n-pause, label{word: -1, start: c.cur.end, end: c.cur.end}, 0)
 	}
 }
 
-// emit cuts the first n buffered samples into chunks labelled l.
-func (c *chunker) emit(out []cut, n int, l label) []cut {
+// emit cuts the first n buffered samples into chunks labelled l; wordLength is the
+// length of l's word in samples (as far as it is known), unused for silence.
+func (c *chunker) emit(out []cut, n int, l label, wordLength int) []cut {
 	for n > 0 {
 		k := min(n, c.maxLen)
+		next := cut{start: c.pos, samples: append([]float32(nil), c.buf[:k]...), label: l}
 		if l == c.cur {
 			c.curSent = true
+			if l.word >= 0 {
+				next.wordOffset, next.wordLength = c.curEmitted, wordLength
+			}
+			c.curEmitted += k
 		}
-		out = append(out, cut{start: c.pos, samples: append([]float32(nil), c.buf[:k]...), label: l})
+		out = append(out, next)
 		c.buf = c.buf[k:]
 		c.pos += int64(k)
 		n -= k

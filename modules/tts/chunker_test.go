@@ -187,18 +187,30 @@ func TestChunkerHold(t *testing.T) {
 	if !slices.Equal(view(cuts), want) {
 		t.Fatalf("after the next word started: %v, want %v", view(cuts), want)
 	}
+	// A held word goes out whole: its chunks know their place in it and its length.
+	if got := wordPlaces(cuts); !slices.Equal(got, [][2]int{{0, 30}, {10, 30}, {20, 30}}) {
+		t.Fatalf("held word's offsets and lengths %v", got)
+	}
 	// The last word takes in the rest of the clause's letters at the end.
 	if cuts := c.finish(12); !slices.Equal(view(cuts), [][5]int{{30, 10, 1, 7, 12}, {40, 5, 1, 7, 12}}) {
 		t.Fatalf("finish: %v", view(cuts))
 	}
 
 	// A word longer than the hold streams, and keeps the span it started with.
+	// Its chunks carry the length known when they went out (25 samples so far), until
+	// its end is known (30).
 	c = newChunker(10, 8, 15)
-	if cuts := c.push(audioOf(25), []labelMark{w0}); !slices.Equal(view(cuts), [][5]int{{0, 10, 0, 0, 2}, {10, 10, 0, 0, 2}}) {
+	cuts = c.push(audioOf(25), []labelMark{w0})
+	if !slices.Equal(view(cuts), [][5]int{{0, 10, 0, 0, 2}, {10, 10, 0, 0, 2}}) {
 		t.Fatalf("long word: %v", view(cuts))
 	}
-	if cuts := c.push(audioOf(5, -12), []labelMark{w1}); !slices.Equal(view(cuts), [][5]int{{20, 10, 0, 0, 2}}) {
+	places := wordPlaces(cuts)
+	cuts = c.push(audioOf(5, -12), []labelMark{w1})
+	if !slices.Equal(view(cuts), [][5]int{{20, 10, 0, 0, 2}}) {
 		t.Fatalf("long word's end: %v", view(cuts))
+	}
+	if places = append(places, wordPlaces(cuts)...); !slices.Equal(places, [][2]int{{0, 25}, {10, 25}, {20, 30}}) {
+		t.Fatalf("long word's offsets and lengths %v", places)
 	}
 
 	// The pause after a held word sits at its extended end.
@@ -208,6 +220,15 @@ func TestChunkerHold(t *testing.T) {
 	if !slices.Equal(view(cuts), [][5]int{{0, 4, 0, 0, 6}, {4, 10, -1, 6, 6}, {14, 10, -1, 6, 6}}) {
 		t.Fatalf("pause: %v", view(cuts))
 	}
+}
+
+// wordPlaces returns the word offset and length of each cut.
+func wordPlaces(cuts []cut) [][2]int {
+	var out [][2]int
+	for _, c := range cuts {
+		out = append(out, [2]int{c.wordOffset, c.wordLength})
+	}
+	return out
 }
 
 // TestChunkerRandom checks the chunker's promises on random streams: the audio comes out
@@ -247,6 +268,32 @@ func TestChunkerRandom(t *testing.T) {
 		}
 		cuts = append(cuts, c.finish(0)...)
 
+		// A word's cuts know how much of it came before them and, as far as it was
+		// known when they went out, its length: exactly when the hold covered the word.
+		total := map[int]int{}
+		for _, ct := range cuts {
+			if ct.label.word >= 0 {
+				total[ct.label.word] += len(ct.samples)
+			}
+		}
+		seen, lastLength := map[int]int{}, map[int]int{}
+		for i, ct := range cuts {
+			w := ct.label.word
+			if w < 0 {
+				if ct.wordOffset != 0 || ct.wordLength != 0 {
+					t.Fatalf("iter %d: silent cut %d has word offset %d, length %d", iter, i, ct.wordOffset, ct.wordLength)
+				}
+				continue
+			}
+			if ct.wordOffset != seen[w] || ct.wordLength < seen[w]+len(ct.samples) || ct.wordLength > total[w] || ct.wordLength < lastLength[w] {
+				t.Fatalf("iter %d: cut %d of word %d: offset %d, length %d; %d samples before it, %d in all", iter, i, w, ct.wordOffset, ct.wordLength, seen[w], total[w])
+			}
+			if total[w] <= c.hold && ct.wordLength != total[w] {
+				t.Fatalf("iter %d: word %d of %d samples, held (hold %d), has length %d", iter, w, total[w], c.hold, ct.wordLength)
+			}
+			seen[w] += len(ct.samples)
+			lastLength[w] = ct.wordLength
+		}
 		var out []float32
 		for i, ct := range cuts {
 			if len(ct.samples) == 0 || len(ct.samples) > maxLen {

@@ -268,6 +268,8 @@ func (m *Module) Synthesize(ctx context.Context, turnID, clauseID int, text stri
 				WordIndex:  c.label.word,
 				CharStart:  c.label.start,
 				CharEnd:    c.label.end,
+				WordOffset: c.wordOffset,
+				WordLength: c.wordLength,
 				ClauseText: text,
 				Seq:        seq,
 			}

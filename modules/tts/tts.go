@@ -17,6 +17,7 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/internal/ellipsis"
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/speaker"
 )
 
 // Clause is what the module speaks: one clause of an agent turn, acted on when its IU is
@@ -68,6 +69,14 @@ type Chunk struct {
 	// For silence both are the end of the last word spoken before it (0 before the
 	// first), so ClauseText[:CharEnd] is always what has been said so far in full.
 	CharStart, CharEnd int
+	// WordOffset is how many samples of the word the clause's earlier chunks hold, and
+	// WordLength the word's length in samples, so that a listener who heard k samples of
+	// this chunk heard (WordOffset+k)/WordLength of the word (HeardAt). The TTS holds a
+	// word back until it ends (Config.WordHold), so WordLength is exact; a word longer
+	// than WordHold is streamed before its end is known, and until then its chunks carry
+	// the length known when they went out (the samples up to the end of the audio the
+	// TTS had of it), which the later chunks of the word raise. Both are 0 for silence.
+	WordOffset, WordLength int
 	// ClauseText is the clause as the LLM wrote it.
 	ClauseText string
 	// Seq numbers the chunks of a clause from 0.
@@ -106,6 +115,24 @@ func (c Chunk) Summary() string {
 
 // PCM returns the chunk's audio; it is what the speaker plays.
 func (c Chunk) PCM() audio.Frame { return c.Audio }
+
+var _ speaker.Speech = Chunk{}
+
+// HeardAt implements speaker.Speech: where in the clause the listener is after hearing
+// offset samples of the chunk. In silence, the clause was heard up to the end of the
+// last word spoken.
+func (c Chunk) HeardAt(offset int) speaker.HeardText {
+	h := speaker.HeardText{TurnID: c.TurnID, ClauseID: c.ClauseID, Clause: c.ClauseText}
+	if c.WordIndex < 0 {
+		h.Start, h.End = c.CharEnd, c.CharEnd
+		return h
+	}
+	h.Start, h.End = c.CharStart, c.CharEnd
+	if c.WordLength > 0 {
+		h.Fraction = float64(c.WordOffset+min(offset, c.Audio.Len())) / float64(c.WordLength)
+	}
+	return h
+}
 
 // Word returns the text of the word being spoken ("" for silence).
 func (c Chunk) Word() string {

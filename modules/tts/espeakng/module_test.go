@@ -305,6 +305,37 @@ func checkClause(t *testing.T, cfg tts.Config, chunks []tts.Chunk, run *synthesi
 	if len(pcm) != len(run.samples) || !slices.Equal(pcm, run.samples) {
 		t.Fatalf("chunk audio (%d samples) differs from the engine's (%d samples)", len(pcm), len(run.samples))
 	}
+	// Each word's chunks say where they lie in the word, and the word's length (exact
+	// for a word the hold covers); HeardAt turns that into the share of the word heard.
+	total := map[int]int{}
+	for _, c := range chunks {
+		if c.WordIndex >= 0 {
+			total[c.WordIndex] += c.Audio.Len()
+		}
+	}
+	hold := int(audio.DurationToSamples(cfg.WordHold, chunks[0].Audio.Rate))
+	before := map[int]int{}
+	for i, c := range chunks {
+		h := c.HeardAt(c.Audio.Len())
+		if h.TurnID != c.TurnID || h.ClauseID != c.ClauseID || h.Clause != c.ClauseText {
+			t.Fatalf("chunk %d: heard text %+v", i, h)
+		}
+		if c.WordIndex < 0 {
+			if c.WordOffset != 0 || c.WordLength != 0 || h.Start != c.CharEnd || h.End != c.CharEnd || h.Fraction != 0 {
+				t.Fatalf("chunk %d: silence with word offset %d, length %d, heard %+v", i, c.WordOffset, c.WordLength, h)
+			}
+			continue
+		}
+		w := c.WordIndex
+		if c.WordOffset != before[w] || c.WordLength < before[w]+c.Audio.Len() || c.WordLength > total[w] ||
+			(total[w] <= hold && c.WordLength != total[w]) {
+			t.Fatalf("chunk %d of word %d: offset %d, length %d; %d samples before it, %d in all", i, w, c.WordOffset, c.WordLength, before[w], total[w])
+		}
+		before[w] += c.Audio.Len()
+		if want := float64(before[w]) / float64(c.WordLength); h.Start != c.CharStart || h.End != c.CharEnd || h.Fraction != want {
+			t.Fatalf("chunk %d heard to its end: %+v, want the word %d..%d and fraction %g", i, h, c.CharStart, c.CharEnd, want)
+		}
+	}
 	return words
 }
 
