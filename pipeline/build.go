@@ -61,6 +61,8 @@ type Agent struct {
 	Network *iu.Network
 	Store   *dialogue.Store
 	Manager *manager.Module
+	// Latencies times every exchange (an observer of the network).
+	Latencies *manager.LatencyObserver
 	// SessionDir is where the session is saved ("" when it is not).
 	SessionDir string
 
@@ -302,10 +304,11 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		llmCfg.NewFilter = func() llm.StreamFilter { return dialogue.NewKeywordFilter(words...) }
 	}
 	llmMod := llm.NewModule(NameLLM, eng.LLM, store, llmCfg)
-	mgr := manager.New(NameManager, store, manager.Options{Turns: cfg.TurnTaking, OnMetrics: io.OnMetrics})
+	mgr := manager.New(NameManager, store, manager.Options{Turns: cfg.TurnTaking})
 	a.Manager = mgr
+	a.Latencies = manager.NewLatencyObserver(manager.LatencyOptions{LLM: NameLLM, Origin: clk.Now(), OnTurn: io.OnMetrics, Logger: log.Named("metrics")})
 
-	opts := []iu.Option{iu.WithClock(clk), iu.WithLogger(log)}
+	opts := []iu.Option{iu.WithClock(clk), iu.WithLogger(log), iu.WithObserver(a.Latencies)}
 	if io.Timeline != nil {
 		a.timeline = iu.NewTimeline(io.Timeline, clk.Now())
 		opts = append(opts, iu.WithObserver(a.timeline))

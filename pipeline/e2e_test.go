@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -87,6 +88,13 @@ func (r *record) Observe(_ time.Time, m iu.Message) {
 
 func runReplay(t *testing.T, cfg Config, scenario string) (*ReplayResult, *record) {
 	t.Helper()
+	res, rec, _ := runReplayConsole(t, cfg, scenario)
+	return res, rec
+}
+
+// runReplayConsole is runReplay that also returns what the console printed.
+func runReplayConsole(t *testing.T, cfg Config, scenario string) (*ReplayResult, *record, string) {
+	t.Helper()
 	eng, err := LoadEngines(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +109,56 @@ func runReplay(t *testing.T, cfg Config, scenario string) (*ReplayResult, *recor
 		t.Fatal(err)
 	}
 	t.Logf("conversation:\n%s", console.String())
-	return res, rec
+	return res, rec, console.String()
+}
+
+// consoleAgentTurns returns the agent's lines a console printed, as "text" or
+// "text (interrupted)", leaving out a turn the console marks as not stored.
+func consoleAgentTurns(console string) []string {
+	// A line that does not start with a time continues the one before (text with a
+	// line break in it).
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSuffix(console, "\n"), "\n") {
+		if n := len(lines); n > 0 && !strings.HasPrefix(l, "[") {
+			lines[n-1] += "\n" + l
+			continue
+		}
+		lines = append(lines, l)
+	}
+	var out []string
+	for _, line := range lines {
+		_, text, ok := strings.Cut(line, "] agent › ")
+		if !ok || strings.HasSuffix(text, " —(not stored)") {
+			continue // a turn the session ended in the middle of says it was not stored
+		}
+		if cut, interrupted := strings.CutSuffix(text, " —(interrupted)"); interrupted {
+			text = cut + " (interrupted)"
+		}
+		out = append(out, text)
+	}
+	return out
+}
+
+// historyAgentTurns returns the agent's stored turns in the same form.
+func historyAgentTurns(h *dialogue.History) []string {
+	var out []string
+	for _, u := range agentUtterances(h) {
+		text := u.Text
+		if u.Interrupted {
+			text += " (interrupted)"
+		}
+		out = append(out, text)
+	}
+	return out
+}
+
+// checkConsoleShowsHistory checks that the console printed each agent turn exactly as
+// the history stored it: an interrupted turn cut where the history cut it.
+func checkConsoleShowsHistory(t *testing.T, console string, h *dialogue.History) {
+	t.Helper()
+	if got, want := consoleAgentTurns(console), historyAgentTurns(h); !slices.Equal(got, want) {
+		t.Errorf("the console showed the agent's turns as\n%q\nthe history stored\n%q", got, want)
+	}
 }
 
 func agentUtterances(h *dialogue.History) []dialogue.Utterance {
@@ -203,9 +260,10 @@ func TestReplayBargeInKeepsExactlyTheWordsHeard(t *testing.T) {
 	scenario := writeScenario(t, 3,
 		filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5,
 		filepath.Join(shared, "audio", "goforward.wav"), 4.0)
-	res, rec := runReplay(t, cfg, scenario)
+	res, rec, console := runReplayConsole(t, cfg, scenario)
 
 	agents := agentUtterances(res.History)
+	checkConsoleShowsHistory(t, console, res.History)
 	if len(agents) < 2 {
 		t.Fatalf("history %+v: want the interrupted turn and the reply to the barge-in", res.History.Utterances())
 	}
@@ -322,5 +380,30 @@ func TestReplayReengagesAfterSilence(t *testing.T) {
 	answer, again := res.Transcript[1], res.Transcript[2]
 	if gap := again.Start - answer.End; gap < 4*time.Second || gap > 5*time.Second {
 		t.Errorf("re-engaged %v after the answer ended, want about 4 s", gap)
+	}
+}
+
+// TestReplayDemo pins the README's demo (configs/demo.yaml on configs/scenarios/demo.yaml,
+// on the virtual clock): its transcript and its latencies are those in testdata/demo,
+// recorded with these engines and models. A change there is a change of behaviour; if it
+// is meant, replay the demo (agent replay --config configs/demo.yaml
+// configs/scenarios/demo.yaml -o DIR) and copy DIR's transcript.txt and metrics.json.
+func TestReplayDemo(t *testing.T) {
+	cfg := demoConfig(t)
+	scenario := filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "demo.yaml")
+	res, _, console := runReplayConsole(t, cfg, scenario)
+	checkConsoleShowsHistory(t, console, res.History)
+	for _, name := range []string{"transcript.txt", "metrics.json"} {
+		want, err := os.ReadFile(filepath.Join("testdata", "demo", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(res.OutDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("the demo's %s changed:\n%s\nwas:\n%s", name, got, want)
+		}
 	}
 }

@@ -95,6 +95,7 @@ func TestLiveBargeInThroughPulseAudio(t *testing.T) {
 		t.Fatalf("history %+v: want the first agent turn interrupted by the barge-in", res.History.Utterances())
 	}
 	cut := agents[0]
+	checkConsoleShowsHistory(t, console.String(), res.History)
 	if want := heardText(t, rec, cut.TurnID); cut.Text != want {
 		t.Errorf("stored agent turn %q, but the speaker reports the listener heard %q (generated %q)", cut.Text, want, cut.FullText)
 	}

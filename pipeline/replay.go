@@ -56,7 +56,7 @@ type Outcome struct {
 // outcome reads what agent left after its Run returned.
 func (a *Agent) outcome(ctx context.Context) (Outcome, error) {
 	h, err := a.Store.Snapshot(ctx)
-	return Outcome{Transcript: a.Manager.Transcript(), Metrics: a.Manager.Metrics(), History: h, SessionDir: a.SessionDir}, err
+	return Outcome{Transcript: a.Manager.Transcript(), Metrics: a.Latencies.Turns(), History: h, SessionDir: a.SessionDir}, err
 }
 
 // ReplayResult is what a replay produced.

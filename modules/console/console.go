@@ -2,6 +2,9 @@
 // recogniser hears them (partial words updating in place), the agent's words as the
 // listener hears them, and who is speaking. On a terminal it redraws the line in
 // progress; otherwise (a pipe or a log) it prints each finished line once.
+//
+// A finished agent line is exactly what the dialogue history stored of the turn (the
+// manager's agent-turn IU): for an interrupted turn, the words the listener heard.
 package console
 
 import (
@@ -16,7 +19,6 @@ import (
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
-	"github.com/parley-voice/parley/modules/tts"
 )
 
 // Module renders the conversation to a writer.
@@ -38,20 +40,17 @@ type screen struct {
 	origin time.Time
 	state  manager.State
 
-	words     []wordIU // the user's words so far in the utterance in progress
+	words     asr.WordList // the user's words so far in the utterance in progress
 	userStart time.Duration
 
+	// The agent turn being heard, as the speaker reports it (live lines only; the
+	// finished line comes from the manager).
 	agentTurn  int
 	doneTurn   int            // the newest agent turn already printed for good
 	agentHeard map[int]string // clause id → text heard so far (whole words)
 	agentOrder []int
 	agentStart time.Duration
 	live       string // the line being redrawn on a terminal
-}
-
-type wordIU struct {
-	id   iu.ID
-	text string
 }
 
 // Run implements iu.Module.
@@ -65,7 +64,10 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 		}
 		switch ev.Kind {
 		case iu.EventInputDone:
-			s.finishAgent("")
+			// An agent turn still under way when the session ended was never stored.
+			if s.agentTurn != 0 {
+				s.printLine(s.agentLine() + " —(not stored)")
+			}
 			return nil
 		case iu.EventMessage:
 			for _, up := range ev.Message.Updates {
@@ -78,76 +80,32 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 func (s *screen) update(now time.Duration, up iu.Update) {
 	switch pl := up.IU.Payload.(type) {
 	case asr.Word:
-		switch up.Type {
-		case iu.Add:
-			if len(s.words) == 0 {
-				s.userStart = pl.Start
-			}
-			s.words = append(s.words, wordIU{id: up.IU.ID, text: pl.Text})
-		case iu.UpdatePayload:
-			for i := range s.words {
-				if s.words[i].id == up.IU.ID {
-					s.words[i].text = pl.Text
-				}
-			}
-		case iu.Revoke:
-			for i := range s.words {
-				if s.words[i].id == up.IU.ID {
-					s.words = append(s.words[:i], s.words[i+1:]...)
-					break
-				}
-			}
-		default:
-			return
+		if up.Type == iu.Add && s.words.Len() == 0 {
+			s.userStart = pl.Start
 		}
-		s.drawLive(s.userLine(""))
+		if s.words.Apply(up) {
+			s.drawLive(s.userLine())
+		}
 	case asr.Utterance:
 		if up.Type != iu.Add {
 			return
 		}
-		s.words = nil
+		s.words.Reset()
 		if strings.TrimSpace(pl.Text) == "" {
 			s.drawLive("")
 			return
 		}
 		s.printLine(fmt.Sprintf("[%6.2fs] you   › %s", pl.Start.Seconds(), pl.Text))
 	case speaker.Progress:
-		c, ok := pl.Item.(tts.Chunk)
-		if !ok || c.TurnID <= s.doneTurn {
-			return // late reports about a turn already printed
-		}
-		if c.TurnID != s.agentTurn {
-			s.finishAgent("")
-			s.agentTurn = c.TurnID
-			s.agentHeard = map[int]string{}
-			s.agentOrder = nil
-			s.agentStart = pl.Pos
-		}
-		if _, seen := s.agentHeard[c.ClauseID]; !seen {
-			s.agentOrder = append(s.agentOrder, c.ClauseID)
-		}
-		heard := c.ClauseText[:c.CharStart]
-		if pl.Finished() || c.WordIndex < 0 {
-			heard = c.ClauseText[:c.CharEnd]
-		}
-		if c.LastOfClause && pl.Finished() {
-			heard = c.ClauseText
-		}
-		s.agentHeard[c.ClauseID] = heard
-		switch {
-		case pl.State == speaker.Stopped && !pl.Tail:
-			s.finishAgent(" —(interrupted)")
-		case pl.Finished() && c.LastOfTurn:
-			s.finishAgent("")
-		default:
-			if len(s.words) == 0 {
-				s.drawLive(s.agentLine())
-			}
+		s.heard(pl)
+	case manager.AgentTurn:
+		if up.Type == iu.Add {
+			s.agentEnded(pl)
 		}
 	case manager.TurnState:
 		s.state = pl.State
-		if len(s.words) > 0 {
-			s.drawLive(s.userLine(""))
+		if s.words.Len() > 0 {
+			s.drawLive(s.userLine())
 		} else if s.agentTurn != 0 {
 			s.drawLive(s.agentLine())
 		} else {
@@ -157,6 +115,53 @@ func (s *screen) update(now time.Duration, up iu.Update) {
 		if up.Type == iu.Add && pl.Err != "" {
 			s.printLine(fmt.Sprintf("[%6.2fs] (the LLM failed: %s)", now.Seconds(), pl.Err))
 		}
+	}
+}
+
+// heard follows the agent's words as the speaker reports them heard.
+func (s *screen) heard(pr speaker.Progress) {
+	t := pr.Text
+	if t == nil || t.TurnID <= s.doneTurn {
+		return // audio without text, or late reports about a turn already printed
+	}
+	if t.TurnID != s.agentTurn {
+		s.agentTurn = t.TurnID
+		s.agentHeard = map[int]string{}
+		s.agentOrder = nil
+		s.agentStart = pr.Pos
+	}
+	if _, seen := s.agentHeard[t.ClauseID]; !seen {
+		s.agentOrder = append(s.agentOrder, t.ClauseID)
+	}
+	// Whole words only: the word in progress shows once it has been heard to its end.
+	end := t.Start
+	if t.Start == t.End || t.Fraction >= 1 {
+		end = t.End
+	}
+	s.agentHeard[t.ClauseID] = t.Clause[:end]
+	if s.words.Len() == 0 {
+		s.drawLive(s.agentLine())
+	}
+}
+
+// agentEnded prints an agent turn for good, as the history stored it.
+func (s *screen) agentEnded(a manager.AgentTurn) {
+	if a.TurnID == s.agentTurn {
+		s.agentTurn = 0
+		s.agentHeard = map[int]string{}
+		s.agentOrder = nil
+	}
+	s.doneTurn = max(s.doneTurn, a.TurnID)
+	if !a.Stored {
+		s.drawLive(s.status())
+		return // the listener heard none of it
+	}
+	suffix := ""
+	if a.Interrupted {
+		suffix = " —(interrupted)"
+	}
+	if a.Text != "" || suffix != "" {
+		s.printLine(fmt.Sprintf("[%6.2fs] agent › %s%s", a.Start.Seconds(), a.Text, suffix))
 	}
 }
 
@@ -175,12 +180,12 @@ func (s *screen) status() string {
 	}
 }
 
-func (s *screen) userLine(suffix string) string {
-	texts := make([]string, len(s.words))
-	for i, w := range s.words {
-		texts[i] = w.text
+func (s *screen) userLine() string {
+	var texts []string
+	for _, w := range s.words.Words() {
+		texts = append(texts, w.Text)
 	}
-	return fmt.Sprintf("[%6.2fs] you   › %s…%s", s.userStart.Seconds(), strings.Join(texts, " "), suffix)
+	return fmt.Sprintf("[%6.2fs] you   › %s…", s.userStart.Seconds(), strings.Join(texts, " "))
 }
 
 func (s *screen) agentText() string {
@@ -195,20 +200,6 @@ func (s *screen) agentText() string {
 
 func (s *screen) agentLine() string {
 	return fmt.Sprintf("[%6.2fs] agent › %s", s.agentStart.Seconds(), s.agentText())
-}
-
-// finishAgent prints the agent's line for good.
-func (s *screen) finishAgent(suffix string) {
-	if s.agentTurn == 0 {
-		return
-	}
-	if text := s.agentText(); text != "" || suffix != "" {
-		s.printLine(fmt.Sprintf("[%6.2fs] agent › %s%s", s.agentStart.Seconds(), text, suffix))
-	}
-	s.doneTurn = max(s.doneTurn, s.agentTurn)
-	s.agentTurn = 0
-	s.agentHeard = map[int]string{}
-	s.agentOrder = nil
 }
 
 // drawLive shows the line in progress (terminals only).

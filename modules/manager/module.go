@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/dialogue"
+	"github.com/parley-voice/parley/internal/ellipsis"
 	"github.com/parley-voice/parley/iu"
-	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/speaker"
@@ -31,9 +29,6 @@ type HistoryStore interface {
 // Options configure the manager module.
 type Options struct {
 	Turns Config
-	// OnMetrics, when set, receives each exchange's latencies when the agent turn closes
-	// (on the module's goroutine; it must not block).
-	OnMetrics func(metrics.Turn)
 	// EndTimeout is the longest the manager waits after the stream ended for a reply to
 	// finish; default 120 s.
 	EndTimeout time.Duration
@@ -58,6 +53,41 @@ func (s TurnState) Summary() string {
 	return s.State.String()
 }
 
+// AgentTurn is the payload of the manager's agent-turn IUs (kind "agent-turn", ADD and
+// COMMIT in one batch): an agent turn is over, and this is what the history keeps of
+// it. Consoles print it, so that they show exactly the stored cut; LatencyObserver
+// closes the exchange's figures on it.
+type AgentTurn struct {
+	TurnID int
+	// InReplyTo is the user turn the agent answered (0 for a re-engagement).
+	InReplyTo int
+	// Text is what the history stored: the whole turn, or for an interrupted one only
+	// what the listener heard of it.
+	Text string
+	// FullText is the whole turn as the agent generated it (or the fixed text it said).
+	FullText    string
+	Interrupted bool
+	// Stored is false for an interrupted turn the listener heard none of: for them it
+	// never happened, and the history has no trace of it.
+	Stored bool
+	// Start and End are when the listener heard the turn (session timeline).
+	Start, End time.Duration
+}
+
+// Kind implements iu.Payload.
+func (AgentTurn) Kind() string { return "agent-turn" }
+
+// Summary implements iu.Payload.
+func (a AgentTurn) Summary() string {
+	switch {
+	case !a.Stored:
+		return fmt.Sprintf("turn %d unheard, not stored (generated %q)", a.TurnID, ellipsis.Cut(a.FullText, 60))
+	case a.Interrupted:
+		return fmt.Sprintf("turn %d cut to %q (generated %q)", a.TurnID, ellipsis.Cut(a.Text, 60), ellipsis.Cut(a.FullText, 60))
+	}
+	return fmt.Sprintf("turn %d %q", a.TurnID, ellipsis.Cut(a.Text, 60))
+}
+
 // Entry is one line of the conversation as it was said and heard.
 type Entry struct {
 	Speaker dialogue.Speaker
@@ -75,17 +105,15 @@ type Entry struct {
 
 // Module is the dialogue manager as a network module. Its producers are the VAD (which
 // also passes on the end of a recorded stream), the ASR, the LLM, the TTS and the
-// speaker; its
-// consumers are the LLM, the TTS and the speaker (control commands), and anything that
-// shows the conversation (state IUs).
+// speaker; its consumers are the LLM, the TTS and the speaker (control commands), and
+// anything that shows the conversation (state and agent-turn IUs).
 type Module struct {
 	name  string
 	store HistoryStore
 	opts  Options
 
-	// Written by the module's goroutine only; read them after the network returned.
+	// Written by the module's goroutine only; read it after the network returned.
 	transcript []Entry
-	metrics    []metrics.Turn
 }
 
 // New returns a manager that keeps the conversation in store.
@@ -102,71 +130,29 @@ func (m *Module) Name() string { return m.name }
 // Transcript returns the conversation; call it after the network's Run returned.
 func (m *Module) Transcript() []Entry { return m.transcript }
 
-// Metrics returns the latencies of every exchange; call it after Run returned.
-func (m *Module) Metrics() []metrics.Turn { return m.metrics }
-
-// agentRecord is what the manager knows of one agent turn beyond the state machine.
-type agentRecord struct {
-	id      int
-	say     string // fixed text of a re-engagement turn
-	clauses map[int]string
-	reply   *llm.Reply
-	// chunk bookkeeping, to know how much of the word being heard was heard
-	chunks      map[iu.ID]chunkInfo
-	wordSamples map[[2]int]int
-	heard       *speaker.Progress // the latest report about this turn's audio
-	heardAny    bool
-	firstHeard  time.Duration
-	lastHeard   time.Duration
-	metrics     *metrics.Turn
-	bargeTimed  bool
-	// confirmedBarge: the user speech that paused this turn was confirmed by the VAD.
-	confirmedBarge bool
-}
-
-type chunkInfo struct {
-	chunk  tts.Chunk
-	before int // samples of the same word in earlier chunks
-}
-
-// run is the state of one Run, owned by the module's goroutine.
-type run struct {
+// conversation is the state of one Run beyond the state machine, owned by the module's
+// goroutine: the IU side of things.
+type conversation struct {
 	m      *Module
 	p      *iu.Ports
 	log    *zap.Logger
 	origin time.Time
 	turns  *Turns
 
-	agents map[int]*agentRecord
-	words  []wordIU // the ASR's open and committed words of the utterance in progress
-
-	userStart   time.Duration
-	userEnd     time.Duration
-	userOpen    bool // a user turn began (speech) and its utterance has not arrived yet
-	pendingEOT  *eotInfo
-	lastUser    *metrics.Turn
+	words       asr.WordList // the user's words in the utterance in progress
+	userOpen    bool         // a user turn began (speech) and its utterance has not arrived yet
+	eotPending  bool         // an end of turn arrived and its utterance has not yet
 	streamEnded bool
 	endBy       time.Time
 }
 
-type wordIU struct {
-	id        iu.ID
-	text      string
-	stability float32
-}
-
-type eotInfo struct {
-	at        time.Time
-	speechEnd time.Time
-}
-
 // Run implements iu.Module.
 func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
-	r := &run{m: m, p: p, log: p.Logger(), origin: p.Now(), turns: NewTurns(m.opts.Turns), agents: map[int]*agentRecord{}}
+	c := &conversation{m: m, p: p, log: p.Logger(), origin: p.Now(), turns: NewTurns(m.opts.Turns)}
 	for {
-		deadline := r.turns.Deadline()
-		if !r.endBy.IsZero() && (deadline.IsZero() || r.endBy.Before(deadline)) {
-			deadline = r.endBy
+		deadline := c.turns.Deadline()
+		if !c.endBy.IsZero() && (deadline.IsZero() || c.endBy.Before(deadline)) {
+			deadline = c.endBy
 		}
 		ev, err := p.Next(ctx, deadline)
 		if err != nil {
@@ -176,17 +162,17 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 		case iu.EventInputDone:
 			return nil
 		case iu.EventDeadline:
-			if err := r.do(ctx, r.turns.Tick(p.Now())); err != nil {
+			if err := c.do(ctx, c.turns.Tick(p.Now())); err != nil {
 				return err
 			}
 		case iu.EventMessage:
 			for _, up := range ev.Message.Updates {
-				if err := r.update(ctx, up); err != nil {
+				if err := c.update(ctx, up); err != nil {
 					return err
 				}
 			}
 		}
-		if r.finished() {
+		if c.finished() {
 			return nil
 		}
 	}
@@ -194,364 +180,195 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 
 // finished reports whether a replay is over: the stream ended, nobody speaks, and the
 // agent has nothing left to say.
-func (r *run) finished() bool {
-	if !r.streamEnded {
+func (c *conversation) finished() bool {
+	if !c.streamEnded {
 		return false
 	}
-	now := r.p.Now()
-	if !r.endBy.IsZero() && !now.Before(r.endBy) {
-		r.log.Warn("ending the session although the conversation is not over", zap.Stringer("state", r.turns.State()))
+	now := c.p.Now()
+	if !c.endBy.IsZero() && !now.Before(c.endBy) {
+		c.log.Warn("ending the session although the conversation is not over", zap.Stringer("state", c.turns.State()))
 		return true
 	}
-	quiet := !r.userOpen && r.pendingEOT == nil && r.turns.AgentTurn() == 0 &&
-		(r.turns.State() == Idle || r.turns.State() == SilenceAfterAgent)
+	quiet := !c.userOpen && !c.eotPending && c.turns.AgentTurn() == 0 &&
+		(c.turns.State() == Idle || c.turns.State() == SilenceAfterAgent)
 	return quiet
 }
 
-func (r *run) at(d time.Duration) time.Time { return r.origin.Add(d) }
+func (c *conversation) at(d time.Duration) time.Time { return c.origin.Add(d) }
 
-func (r *run) event(ev Event) Event {
-	ev.At = r.p.Now()
-	return ev
+// handle gives the state machine an event at the current time and carries out its
+// actions.
+func (c *conversation) handle(ctx context.Context, ev Event) error {
+	ev.At = c.p.Now()
+	return c.do(ctx, c.turns.Handle(ev))
 }
 
-func (r *run) update(ctx context.Context, up iu.Update) error {
+func (c *conversation) update(ctx context.Context, up iu.Update) error {
 	u := up.IU
 	switch pl := u.Payload.(type) {
 	case vad.Candidate:
-		a := r.agents[r.turns.AgentTurn()]
 		switch up.Type {
 		case iu.Add:
-			if a != nil && a.metrics != nil && !a.bargeTimed {
-				a.metrics.BargeInOnset = r.at(pl.Start)
-			}
-			return r.do(ctx, r.turns.Handle(r.event(Event{Candidate: &Candidate{Onset: r.at(pl.Start)}})))
+			return c.handle(ctx, Event{Candidate: &Candidate{Onset: c.at(pl.Start)}})
 		case iu.Revoke:
-			if a != nil && a.metrics != nil && !a.confirmedBarge {
-				// Noise: the pause it caused is not a barge-in to time.
-				a.metrics.BargeInOnset, a.metrics.AudioSilent, a.bargeTimed = time.Time{}, time.Time{}, false
-			}
-			return r.do(ctx, r.turns.Handle(r.event(Event{CandidateDropped: &CandidateDropped{}})))
+			return c.handle(ctx, Event{CandidateDropped: &CandidateDropped{}})
 		}
 	case vad.Segment:
 		switch up.Type {
 		case iu.Add:
-			r.userOpen = true
-			r.userStart = pl.Start
-			if a := r.agents[r.turns.AgentTurn()]; a != nil && a.metrics != nil {
-				if !a.bargeTimed && a.metrics.BargeInOnset.IsZero() {
-					a.metrics.BargeInOnset = r.at(pl.Start)
-				}
-				a.confirmedBarge = a.metrics.BargeInOnset.After(time.Time{})
-			}
-			return r.do(ctx, r.turns.Handle(r.event(Event{SpeechStart: &SpeechStart{Onset: r.at(pl.Start)}})))
+			c.userOpen = true
+			return c.handle(ctx, Event{SpeechStart: &SpeechStart{Onset: c.at(pl.Start)}})
 		case iu.Commit:
-			return r.do(ctx, r.turns.Handle(r.event(Event{SpeechEnd: &SpeechEnd{End: r.at(pl.End)}})))
+			return c.handle(ctx, Event{SpeechEnd: &SpeechEnd{End: c.at(pl.End)}})
 		}
 	case vad.EndOfTurn:
 		if up.Type == iu.Add {
-			r.pendingEOT = &eotInfo{at: u.Created, speechEnd: r.at(pl.SpeechEnd)}
-			return r.do(ctx, r.turns.Handle(r.event(Event{EndOfTurn: &EndOfTurn{SpeechEnd: r.at(pl.SpeechEnd)}})))
+			c.eotPending = true
+			return c.handle(ctx, Event{EndOfTurn: &EndOfTurn{SpeechEnd: c.at(pl.SpeechEnd)}})
 		}
 	case asr.Word:
-		switch up.Type {
-		case iu.Add:
-			r.words = append(r.words, wordIU{id: u.ID, text: pl.Text, stability: pl.Stability})
-		case iu.UpdatePayload, iu.Commit:
-			for i := range r.words {
-				if r.words[i].id == u.ID {
-					r.words[i].text, r.words[i].stability = pl.Text, pl.Stability
-					if up.Type == iu.Commit {
-						r.words[i].stability = 1
-					}
-				}
-			}
-		case iu.Revoke:
-			for i := range r.words {
-				if r.words[i].id == u.ID {
-					r.words = append(r.words[:i], r.words[i+1:]...)
-					break
-				}
-			}
-		default:
+		if !c.words.Apply(up) {
 			return nil
 		}
 		// Flickering partial words must not decide a barge-in; only those the
 		// recogniser has settled on count.
 		var texts []string
-		for _, w := range r.words {
-			if w.stability >= r.m.opts.Turns.BargeIn.MinStability {
-				texts = append(texts, w.text)
+		for _, w := range c.words.Words() {
+			if w.Stability >= c.m.opts.Turns.BargeIn.MinStability {
+				texts = append(texts, w.Text)
 			}
 		}
-		return r.do(ctx, r.turns.Handle(r.event(Event{Words: &Words{Words: texts}})))
+		return c.handle(ctx, Event{Words: &Words{Words: texts}})
 	case asr.Utterance:
 		if up.Type != iu.Add {
 			return nil
 		}
-		r.words = nil
-		r.userOpen = false
-		mt := &metrics.Turn{ASRFinal: u.Created}
-		if e := r.pendingEOT; e != nil {
-			mt.EndOfTurn, mt.UserSpeechEnd = e.at, e.speechEnd
-		}
-		r.pendingEOT = nil
-		r.lastUser = mt
-		r.userStart, r.userEnd = pl.Start, pl.End
-		return r.do(ctx, r.turns.Handle(r.event(Event{Utterance: &Utterance{Text: pl.Text}})))
-	case llm.Clause:
-		a := r.agents[pl.TurnID]
-		if a == nil {
-			return nil
-		}
-		switch up.Type {
-		case iu.Add:
-			if pl.ClauseID == 0 && a.metrics != nil && a.metrics.FirstToken.IsZero() {
-				a.metrics.FirstToken = u.Created
-			}
-		case iu.Commit:
-			a.clauses[pl.ClauseID] = pl.Text
-			if pl.ClauseID == 0 && a.metrics != nil {
-				a.metrics.FirstClause = u.Created
-			}
-		}
+		c.words.Reset()
+		c.userOpen, c.eotPending = false, false
+		return c.handle(ctx, Event{Utterance: &Utterance{Text: pl.Text, Start: pl.Start, End: pl.End}})
 	case llm.Reply:
 		if up.Type != iu.Add {
 			return nil
 		}
-		a := r.agents[pl.TurnID]
-		if a == nil {
-			return nil
-		}
-		reply := pl
-		a.reply = &reply
-		if pl.Err != "" {
-			r.log.Warn("the LLM failed during the reply", zap.Int("turn", pl.TurnID), zap.String("error", pl.Err))
-		}
 		var err error
 		if pl.Err != "" {
 			err = errors.New(pl.Err)
+			if pl.TurnID == c.turns.AgentTurn() {
+				c.log.Warn("the LLM failed during the reply", zap.Int("turn", pl.TurnID), zap.String("error", pl.Err))
+			}
 		}
-		return r.do(ctx, r.turns.Handle(r.event(Event{Reply: &Reply{TurnID: pl.TurnID, Text: pl.Spoken, Interrupted: pl.Interrupted, Err: err}})))
+		return c.handle(ctx, Event{Reply: &Reply{TurnID: pl.TurnID, Text: pl.Spoken, Clauses: pl.Clauses, Interrupted: pl.Interrupted, Err: err}})
 	case tts.Chunk:
-		if up.Type != iu.Add {
-			return nil
+		if up.Type == iu.Add {
+			return c.handle(ctx, Event{AudioQueued: &AudioQueued{TurnID: pl.TurnID, Last: pl.LastOfTurn}})
 		}
-		a := r.agents[pl.TurnID]
-		if a == nil {
-			return nil
-		}
-		key := [2]int{pl.ClauseID, pl.WordIndex}
-		a.chunks[u.ID] = chunkInfo{chunk: pl, before: a.wordSamples[key]}
-		a.wordSamples[key] += pl.Audio.Len()
-		if a.metrics != nil && a.metrics.FirstChunk.IsZero() {
-			a.metrics.FirstChunk = u.Created
-		}
-		return r.do(ctx, r.turns.Handle(r.event(Event{AudioQueued: &AudioQueued{TurnID: pl.TurnID, Last: pl.LastOfTurn}})))
 	case speaker.Progress:
-		return r.progress(ctx, pl)
+		return c.progress(ctx, pl)
 	case audio.EndOfStream:
 		// Passed on by the VAD after its last segment and end of turn.
 		if up.Type == iu.Add {
-			r.streamEnded = true
-			r.endBy = r.p.Now().Add(r.m.opts.EndTimeout)
+			c.streamEnded = true
+			c.endBy = c.p.Now().Add(c.m.opts.EndTimeout)
 		}
 	}
 	return nil
 }
 
-func (r *run) progress(ctx context.Context, pr speaker.Progress) error {
-	c, ok := pr.Item.(tts.Chunk)
+// progress turns the speaker's report about agent audio into an event.
+func (c *conversation) progress(ctx context.Context, pr speaker.Progress) error {
+	chunk, ok := pr.Item.(tts.Chunk)
 	if !ok {
 		return nil
 	}
-	a := r.agents[c.TurnID]
-	if a == nil {
-		return nil
-	}
-	copyPr := pr
-	a.heard = &copyPr
-	if pr.State == speaker.Playing {
-		if !a.heardAny {
-			a.heardAny = true
-			a.firstHeard = pr.Pos
-			if a.metrics != nil {
-				a.metrics.FirstAudible = r.at(pr.Pos)
-			}
-		}
-		a.lastHeard = pr.Pos
-	}
-	if (pr.State == speaker.Paused || pr.State == speaker.Stopped) && a.metrics != nil &&
-		!a.metrics.BargeInOnset.IsZero() && !a.bargeTimed {
-		// Pos is when the output actually falls silent (it lies ahead while the device
-		// still plays what it held).
-		a.metrics.AudioSilent = r.at(pr.Pos)
-		a.bargeTimed = true
-	}
-	if pr.Tail && (pr.State == speaker.Paused || pr.State == speaker.Stopped) {
-		a.lastHeard = pr.Pos // the audio still coming out ends then
-	}
+	stop := pr.State == speaker.Paused || pr.State == speaker.Stopped
 	h := &AudioHeard{
-		TurnID:   c.TurnID,
-		Audible:  pr.Audible(),
-		Finished: pr.Finished() && c.LastOfTurn && pr.Heard != "",
+		TurnID:   chunk.TurnID,
+		Playing:  pr.State == speaker.Playing,
+		Tail:     pr.Tail && stop,
+		Finished: pr.Finished() && chunk.LastOfTurn && pr.Heard != "",
 		Stopped:  pr.State == speaker.Stopped && !pr.Tail,
+		Pos:      pr.Pos,
 	}
-	if h.Finished {
-		a.lastHeard = pr.Pos
+	if t := pr.Text; t != nil {
+		h.Heard = &HeardWord{ClauseID: t.ClauseID, Start: t.Start, End: t.End, Fraction: t.Fraction}
 	}
-	return r.do(ctx, r.turns.Handle(r.event(Event{Audio: h})))
+	return c.handle(ctx, Event{Audio: h})
 }
 
 // do carries out the state machine's actions in order.
-func (r *run) do(ctx context.Context, acts []Action) error {
+func (c *conversation) do(ctx context.Context, acts []Action) error {
 	for _, act := range acts {
-		if err := r.act(ctx, act); err != nil {
+		if err := c.act(ctx, act); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *run) send(ctx context.Context, p iu.Payload) error {
-	u := r.p.NewIU(p)
-	return r.p.Send(ctx, iu.AddOf(u), iu.CommitOf(u))
+func (c *conversation) send(ctx context.Context, p iu.Payload) error {
+	u := c.p.NewIU(p)
+	return c.p.Send(ctx, iu.AddOf(u), iu.CommitOf(u))
 }
 
-func (r *run) act(ctx context.Context, act Action) error {
+func (c *conversation) act(ctx context.Context, act Action) error {
 	switch {
 	case act.Respond != nil:
-		a := r.newAgent(act.Respond.TurnID)
-		if a.metrics != nil {
-			a.metrics.Respond = r.p.Now()
-		}
-		r.log.Info("reply requested", zap.Int("turn", act.Respond.TurnID), zap.String("reason", act.Respond.Reason))
-		return r.send(ctx, control.Command{Action: control.Respond, TurnID: act.Respond.TurnID, Reason: act.Respond.Reason})
+		c.log.Info("reply requested", zap.Int("turn", act.Respond.TurnID), zap.String("reason", act.Respond.Reason))
+		return c.send(ctx, control.Command{Action: control.Respond, TurnID: act.Respond.TurnID, Reason: act.Respond.Reason})
 	case act.Pause != nil:
-		r.log.Info("pausing the agent", zap.Int("turn", act.Pause.TurnID), zap.String("reason", act.Pause.Reason))
-		return r.send(ctx, control.Command{Action: control.Pause, TurnID: act.Pause.TurnID, Reason: act.Pause.Reason})
+		c.log.Info("pausing the agent", zap.Int("turn", act.Pause.TurnID), zap.String("reason", act.Pause.Reason))
+		return c.send(ctx, control.Command{Action: control.Pause, TurnID: act.Pause.TurnID, Reason: act.Pause.Reason})
 	case act.Resume != nil:
-		r.log.Info("resuming the agent", zap.Int("turn", act.Resume.TurnID), zap.String("reason", act.Resume.Reason))
-		return r.send(ctx, control.Command{Action: control.Resume, TurnID: act.Resume.TurnID, Reason: act.Resume.Reason})
+		c.log.Info("resuming the agent", zap.Int("turn", act.Resume.TurnID), zap.String("reason", act.Resume.Reason))
+		return c.send(ctx, control.Command{Action: control.Resume, TurnID: act.Resume.TurnID, Reason: act.Resume.Reason})
 	case act.Interrupt != nil:
-		r.log.Info("interrupting the agent", zap.Int("turn", act.Interrupt.TurnID), zap.String("reason", act.Interrupt.Reason))
-		return r.send(ctx, control.Command{Action: control.Interrupt, TurnID: act.Interrupt.TurnID, Reason: act.Interrupt.Reason})
+		c.log.Info("interrupting the agent", zap.Int("turn", act.Interrupt.TurnID), zap.String("reason", act.Interrupt.Reason))
+		return c.send(ctx, control.Command{Action: control.Interrupt, TurnID: act.Interrupt.TurnID, Reason: act.Interrupt.Reason})
 	case act.AppendUser != nil:
-		u := dialogue.Utterance{Speaker: dialogue.User, Text: act.AppendUser.Text, TurnID: act.AppendUser.TurnID}
-		if err := r.m.store.AppendUtterance(ctx, u); err != nil {
+		a := act.AppendUser
+		u := dialogue.Utterance{Speaker: dialogue.User, Text: a.Text, TurnID: a.TurnID}
+		if err := c.m.store.AppendUtterance(ctx, u); err != nil {
 			return fmt.Errorf("manager: storing user turn %d: %w", u.TurnID, err)
 		}
-		if r.lastUser != nil {
-			r.lastUser.UserTurn = u.TurnID
-		}
-		r.m.transcript = append(r.m.transcript, Entry{Speaker: dialogue.User, TurnID: u.TurnID, Text: u.Text, Start: r.userStart, End: r.userEnd})
-		r.log.Info("user turn", zap.Int("turn", u.TurnID), zap.String("text", u.Text))
+		c.m.transcript = append(c.m.transcript, Entry{Speaker: dialogue.User, TurnID: u.TurnID, Text: u.Text, Start: a.Start, End: a.End})
+		c.log.Info("user turn", zap.Int("turn", u.TurnID), zap.String("text", u.Text))
 	case act.CloseAgent != nil:
-		return r.closeAgent(ctx, act.CloseAgent)
+		return c.closeAgent(ctx, act.CloseAgent)
 	case act.Say != nil:
-		a := r.newAgent(act.Say.TurnID)
-		a.say = act.Say.Text
-		a.metrics = nil // nothing the user said led to it
-		r.log.Info("re-engaging", zap.Int("turn", act.Say.TurnID), zap.String("text", act.Say.Text))
-		return r.send(ctx, tts.Text{TurnID: act.Say.TurnID, Text: act.Say.Text})
+		c.log.Info("re-engaging", zap.Int("turn", act.Say.TurnID), zap.String("text", act.Say.Text))
+		return c.send(ctx, tts.Text{TurnID: act.Say.TurnID, Text: act.Say.Text})
 	case act.State != nil:
-		return r.send(ctx, TurnState{State: act.State.To, AgentTurn: act.State.TurnID})
+		return c.send(ctx, TurnState{State: act.State.To, AgentTurn: act.State.TurnID})
 	}
 	return nil
 }
 
-func (r *run) newAgent(id int) *agentRecord {
-	a := &agentRecord{id: id, clauses: map[int]string{}, chunks: map[iu.ID]chunkInfo{}, wordSamples: map[[2]int]int{}}
-	if r.lastUser != nil {
-		a.metrics = r.lastUser
-		a.metrics.AgentTurn = id
-		r.lastUser = nil
-	}
-	r.agents[id] = a
-	return a
-}
-
-func (r *run) closeAgent(ctx context.Context, c *CloseAgent) error {
-	a := r.agents[c.TurnID]
-	delete(r.agents, c.TurnID)
-	if a == nil {
-		return nil
-	}
-	if a.metrics != nil {
-		a.metrics.Interrupted = c.Interrupted
-		r.m.metrics = append(r.m.metrics, *a.metrics)
-		if r.m.opts.OnMetrics != nil {
-			r.m.opts.OnMetrics(*a.metrics)
-		}
-		r.log.Info("latencies", zap.Stringer("turn", a.metrics))
-	}
-	entry := Entry{Speaker: dialogue.Agent, TurnID: c.TurnID, Start: a.firstHeard, End: a.lastHeard}
-	full := strings.TrimSpace(c.Text)
-	if a.say != "" {
-		full = a.say
-	}
+// closeAgent stores the agent turn as the state machine says, and tells the network
+// (an agent-turn IU) what was stored.
+func (c *conversation) closeAgent(ctx context.Context, ca *CloseAgent) error {
+	rec := AgentTurn{TurnID: ca.TurnID, InReplyTo: ca.InReplyTo, Text: ca.Text, FullText: ca.Text,
+		Interrupted: ca.Interrupted, Stored: true, Start: ca.Start, End: ca.End}
+	entry := Entry{Speaker: dialogue.Agent, TurnID: ca.TurnID, Text: ca.Text, Start: ca.Start, End: ca.End}
 	switch {
-	case !c.Interrupted:
-		entry.Text = full
-		if err := r.m.store.AppendUtterance(ctx, dialogue.Utterance{Speaker: dialogue.Agent, Text: full, TurnID: c.TurnID}); err != nil {
-			return fmt.Errorf("manager: storing agent turn %d: %w", c.TurnID, err)
+	case !ca.Interrupted:
+		if err := c.m.store.AppendUtterance(ctx, dialogue.Utterance{Speaker: dialogue.Agent, Text: ca.Text, TurnID: ca.TurnID}); err != nil {
+			return fmt.Errorf("manager: storing agent turn %d: %w", ca.TurnID, err)
 		}
-	case !a.heardAny:
+	case ca.Heard == nil:
 		// The listener heard nothing of it: for them the turn never happened.
-		r.log.Info("agent turn dropped unheard", zap.Int("turn", c.TurnID))
-		return nil
+		c.log.Info("agent turn dropped unheard", zap.Int("turn", ca.TurnID))
+		rec.Text, rec.Stored = "", false
 	default:
-		heard, err := a.heardPosition(c.TurnID)
+		u, err := c.m.store.CutInterrupted(ctx, *ca.Heard)
 		if err != nil {
-			return err
+			return fmt.Errorf("manager: cutting agent turn %d to what was heard: %w", ca.TurnID, err)
 		}
-		u, err := r.m.store.CutInterrupted(ctx, heard)
-		if err != nil {
-			return fmt.Errorf("manager: cutting agent turn %d to what was heard: %w", c.TurnID, err)
-		}
+		rec.Text, rec.FullText = u.Text, u.FullText
 		entry.Text, entry.FullText, entry.Interrupted = u.Text, u.FullText, true
-		r.log.Info("agent turn cut to what was heard", zap.Int("turn", c.TurnID), zap.String("heard", u.Text), zap.String("generated", u.FullText))
+		c.log.Info("agent turn cut to what was heard", zap.Int("turn", ca.TurnID), zap.String("heard", u.Text), zap.String("generated", u.FullText))
 	}
-	r.m.transcript = append(r.m.transcript, entry)
-	return nil
-}
-
-// heardPosition turns the speaker's last report into the history's alignment input.
-func (a *agentRecord) heardPosition(turnID int) (dialogue.Heard, error) {
-	var clauses []string
-	if a.reply != nil && len(a.reply.Clauses) > 0 {
-		clauses = a.reply.Clauses
-	} else {
-		ids := make([]int, 0, len(a.clauses))
-		for id := range a.clauses {
-			ids = append(ids, id)
-		}
-		sort.Ints(ids)
-		for _, id := range ids {
-			clauses = append(clauses, a.clauses[id])
-		}
+	if rec.Stored {
+		c.m.transcript = append(c.m.transcript, entry)
 	}
-	if a.say != "" {
-		clauses = []string{a.say}
-	}
-	pr := a.heard
-	if pr == nil {
-		return dialogue.Heard{}, fmt.Errorf("manager: turn %d: no report of what was heard", turnID)
-	}
-	ci, ok := a.chunks[pr.Heard]
-	if !ok {
-		return dialogue.Heard{}, fmt.Errorf("manager: turn %d: the speaker reports audio %s the TTS never sent", turnID, pr.Heard)
-	}
-	c := ci.chunk
-	h := dialogue.Heard{TurnID: turnID, ClauseID: c.ClauseID, Clauses: clauses}
-	if c.WordIndex < 0 {
-		// A pause: everything up to the end of the last word was heard.
-		h.WordStart, h.WordEnd = c.CharEnd, c.CharEnd
-		return h, nil
-	}
-	h.WordStart, h.WordEnd = c.CharStart, c.CharEnd
-	if total := a.wordSamples[[2]int{c.ClauseID, c.WordIndex}]; total > 0 {
-		h.WordFraction = float64(ci.before+min(pr.Offset, c.Audio.Len())) / float64(total)
-	}
-	return h, nil
+	return c.send(ctx, rec)
 }

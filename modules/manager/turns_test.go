@@ -2,9 +2,12 @@ package manager
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-voice/parley/dialogue"
 )
 
 // step is one scripted event (or a Tick when tick is set) at ms milliseconds, and the
@@ -32,7 +35,7 @@ func reply(turn int, text string, interrupted bool) Event {
 func queued(turn int, last bool) Event {
 	return Event{AudioQueued: &AudioQueued{TurnID: turn, Last: last}}
 }
-func audible(turn int, on bool) Event { return Event{Audio: &AudioHeard{TurnID: turn, Audible: on}} }
+func audible(turn int, on bool) Event { return Event{Audio: &AudioHeard{TurnID: turn, Playing: on}} }
 func finished(turn int) Event         { return Event{Audio: &AudioHeard{TurnID: turn, Finished: true}} }
 func stopped(turn int) Event          { return Event{Audio: &AudioHeard{TurnID: turn, Stopped: true}} }
 
@@ -430,5 +433,99 @@ func TestNormalizeWord(t *testing.T) {
 		if got := normalizeWord(in); got != want {
 			t.Errorf("normalizeWord(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestCloseAgentKeepsWhatWasHeard: the agent turn's one record turns the speaker's
+// reports into what the history keeps: the word the latest report put the listener in,
+// the reply's clauses, and when the turn was heard.
+func TestCloseAgentKeepsWhatWasHeard(t *testing.T) {
+	heard := func(turn int, pos time.Duration, playing bool, w *HeardWord) Event {
+		return Event{Audio: &AudioHeard{TurnID: turn, Playing: playing, Pos: pos, Heard: w}}
+	}
+	clauses := []string{"Once upon a time,", "there was a dragon."}
+	tests := []struct {
+		name  string
+		steps []step
+		want  CloseAgent
+	}{
+		{
+			name: "interrupted in the middle of a word",
+			steps: concat(userTurn(0, 1000, "tell me a story", `user 1 "tell me a story"`, "respond 2"), []step{
+				{ms: 1900, ev: queued(2, false)},
+				{ms: 2000, ev: heard(2, 2*time.Second, true, &HeardWord{ClauseID: 0, Start: 0, End: 4, Fraction: 0.2})},
+				{ms: 2500, ev: heard(2, 2500*time.Millisecond, true, &HeardWord{ClauseID: 1, Start: 6, End: 9, Fraction: 0.6})},
+				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
+				{ms: 3150, ev: words("wait", "please")},
+				{ms: 3250, tick: true, want: []string{"interrupt 2"}},
+				{ms: 3260, ev: Event{Audio: &AudioHeard{TurnID: 2, Stopped: true, Pos: 3050 * time.Millisecond,
+					Heard: &HeardWord{ClauseID: 1, Start: 10, End: 13, Fraction: 0.4}}}},
+				{ms: 3270, ev: Event{Reply: &Reply{TurnID: 2, Text: " Once upon a time, there was a dragon. ", Clauses: clauses, Interrupted: true}},
+					want: []string{`agent-cut 2 "Once upon a time, there was a dragon."`}},
+			}),
+			want: CloseAgent{TurnID: 2, InReplyTo: 1, Text: "Once upon a time, there was a dragon.", Interrupted: true,
+				Heard: &dialogue.Heard{TurnID: 2, ClauseID: 1, Clauses: clauses, WordStart: 10, WordEnd: 13, WordFraction: 0.4},
+				Start: 2 * time.Second, End: 2500 * time.Millisecond},
+		},
+		{
+			name: "interrupted before a word was heard: nothing to keep",
+			steps: concat(userTurn(0, 1000, "I would like", `user 1 "I would like"`, "respond 2"), []step{
+				{ms: 1800, ev: speechStart(1800), want: []string{"pause 2"}},
+				{ms: 2000, ev: words("a", "pizza")},
+				{ms: 2050, tick: true, want: []string{"interrupt 2"}},
+				{ms: 2060, ev: Event{Reply: &Reply{TurnID: 2, Text: "Sure", Clauses: []string{"Sure"}, Interrupted: true}}, want: []string{`agent-cut 2 "Sure"`}},
+			}),
+			want: CloseAgent{TurnID: 2, InReplyTo: 1, Text: "Sure", Interrupted: true},
+		},
+		{
+			name: "a re-engagement cut in its fixed text",
+			steps: concat(
+				userTurn(0, 1000, "hello", `user 1 "hello"`, "respond 2"),
+				agentSpeaks(2, 2000, "Hi.", `agent 2 "Hi."`),
+				[]step{
+					{ms: 9000, tick: true, want: []string{`say 3 "Are you still there?"`}},
+					{ms: 9100, ev: queued(3, false)},
+					{ms: 9200, ev: heard(3, 9200*time.Millisecond, true, &HeardWord{Start: 4, End: 7, Fraction: 1})},
+					{ms: 9300, ev: speechStart(9300), want: []string{"pause 3"}},
+					{ms: 9400, ev: words("yes", "I", "am")},
+					{ms: 9550, tick: true, want: []string{"interrupt 3"}},
+					{ms: 9560, ev: Event{Audio: &AudioHeard{TurnID: 3, Stopped: true, Pos: 9310 * time.Millisecond,
+						Heard: &HeardWord{Start: 8, End: 13, Fraction: 0.5}}}, want: []string{`agent-cut 3 "Are you still there?"`}},
+				}),
+			want: CloseAgent{TurnID: 3, Text: "Are you still there?", Interrupted: true,
+				Heard: &dialogue.Heard{TurnID: 3, Clauses: []string{"Are you still there?"}, WordStart: 8, WordEnd: 13, WordFraction: 0.5},
+				Start: 9200 * time.Millisecond, End: 9200 * time.Millisecond},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Reengage = ReengageConfig{After: 5 * time.Second, Text: "Are you still there?", Max: 1}
+			turns := NewTurns(cfg)
+			var closed *CloseAgent
+			for i, s := range tt.steps {
+				var acts []Action
+				if s.tick {
+					acts = turns.Tick(at(s.ms))
+				} else {
+					s.ev.At = at(s.ms)
+					acts = turns.Handle(s.ev)
+				}
+				if got := describe(acts); strings.Join(got, "; ") != strings.Join(s.want, "; ") {
+					t.Fatalf("step %d at %d ms: actions %q, want %q", i, s.ms, got, s.want)
+				}
+				for _, a := range acts {
+					if a.CloseAgent != nil && a.CloseAgent.TurnID == tt.want.TurnID {
+						closed = a.CloseAgent
+					}
+				}
+			}
+			if closed == nil {
+				t.Fatal("the agent turn was not closed")
+			}
+			if !reflect.DeepEqual(*closed, tt.want) {
+				t.Errorf("closed %+v (heard %+v)\nwant   %+v (heard %+v)", *closed, closed.Heard, tt.want, tt.want.Heard)
+			}
+		})
 	}
 }

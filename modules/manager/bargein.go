@@ -1,0 +1,147 @@
+package manager
+
+import (
+	"strings"
+	"time"
+	"unicode"
+)
+
+// bargeIn is a barge-in under evaluation.
+type bargeIn struct {
+	onset     time.Time
+	tentative bool // begun by a candidate that the VAD has not confirmed yet
+	open      bool // the user is still speaking
+	ended     time.Time
+	// realWords counts the words of the latest stable hypothesis that are not
+	// backchannels.
+	realWords  int
+	minReached bool // the speech lasted the minimum duration
+	resolved   bool
+}
+
+func (t *Turns) candidate(c *Candidate, acts []Action) []Action {
+	if !t.agentActive() || !t.cfg.BargeIn.Enabled || t.barge != nil {
+		return acts
+	}
+	// Hold the agent's voice at the first sound of the user; the candidate is confirmed
+	// or withdrawn within the VAD's minimum speech duration.
+	t.barge = &bargeIn{onset: c.Onset, open: true, tentative: true}
+	t.agent.paused = true
+	return append(acts, Action{Pause: &ControlTurn{TurnID: t.agent.id, Reason: "possible user speech"}})
+}
+
+// bargeDeadline is when a barge-in under evaluation must be looked at again: when its
+// minimum duration is reached, when it has become too long to be a backchannel, or when
+// the wait for its transcript is over.
+func (t *Turns) bargeDeadline(b *bargeIn) time.Time {
+	cfg := t.cfg.BargeIn
+	if b.tentative {
+		return time.Time{} // the VAD confirms or withdraws it
+	}
+	if !b.open {
+		return b.ended.Add(cfg.Grace)
+	}
+	if !b.minReached {
+		return b.onset.Add(cfg.MinDuration)
+	}
+	if cfg.MaxBackchannel > 0 {
+		return b.onset.Add(cfg.MaxBackchannel)
+	}
+	return time.Time{}
+}
+
+func (t *Turns) evaluateBargeIn(now time.Time, acts []Action) []Action {
+	b := t.barge
+	a := t.agent
+	if b == nil || b.resolved {
+		return acts
+	}
+	if a == nil || a.interrupted {
+		b.resolved = true // nothing left to interrupt or resume
+		return acts
+	}
+	if b.tentative {
+		return acts // not speech yet
+	}
+	cfg := t.cfg.BargeIn
+	end := now
+	if !b.open {
+		end = b.ended
+	}
+	dur := end.Sub(b.onset)
+	b.minReached = b.minReached || dur >= cfg.MinDuration
+	switch {
+	case b.minReached && cfg.MinWords > 0 && cfg.EarlyWords > 0 && b.realWords >= max(cfg.MinWords, cfg.EarlyWords),
+		b.minReached && cfg.MinWords == 0,
+		cfg.MaxBackchannel > 0 && dur >= cfg.MaxBackchannel:
+		return t.interrupt(acts, "barge-in")
+	case !b.open && !now.Before(b.ended.Add(cfg.Grace)):
+		// The user stopped and no transcript came to say otherwise: a cough, noise.
+		return t.resume(acts, "false barge-in")
+	}
+	return acts
+}
+
+// decideOnUtterance settles a barge-in with the final transcript of the speech.
+func (t *Turns) decideOnUtterance(words []string, acts []Action) []Action {
+	b := t.barge
+	if b == nil || b.resolved || t.agent == nil || t.agent.interrupted {
+		return acts
+	}
+	cfg := t.cfg.BargeIn
+	if b.minReached && t.realWords(words) >= max(cfg.MinWords, 1) {
+		return t.interrupt(acts, "barge-in (final transcript)")
+	}
+	return t.resume(acts, "backchannel or noise")
+}
+
+func (t *Turns) interrupt(acts []Action, reason string) []Action {
+	a := t.agent
+	t.barge.resolved = true
+	a.interrupted = true
+	a.paused = false
+	acts = append(acts, Action{Interrupt: &ControlTurn{TurnID: a.id, Reason: reason}})
+	return t.setState(Overlap, acts)
+}
+
+func (t *Turns) resume(acts []Action, reason string) []Action {
+	a := t.agent
+	t.barge.resolved = true
+	t.barge = nil
+	if a.paused {
+		a.paused = false
+		acts = append(acts, Action{Resume: &ControlTurn{TurnID: a.id, Reason: reason}})
+	}
+	if t.userSpeaking {
+		return t.setState(Overlap, acts)
+	}
+	if a.audible || a.audioQueued {
+		return t.setState(AgentSpeaking, acts)
+	}
+	return t.settle(acts)
+}
+
+// realWords counts the words that are not backchannels.
+func (t *Turns) realWords(words []string) int {
+	// Multi-word backchannels ("i see") are matched on the whole hypothesis too.
+	if len(words) > 0 && t.backs[normalizeWord(strings.Join(words, " "))] {
+		return 0
+	}
+	n := 0
+	for _, w := range words {
+		if nw := normalizeWord(w); nw != "" && !t.backs[nw] {
+			n++
+		}
+	}
+	return n
+}
+
+func (t *Turns) onlyBackchannels(words []string) bool { return t.realWords(words) == 0 }
+
+// normalizeWord lowercases and strips punctuation other than inner hyphens and
+// apostrophes, so "Mm-hmm," matches "mm-hmm".
+func normalizeWord(w string) string {
+	w = strings.ToLower(strings.TrimSpace(w))
+	w = strings.TrimFunc(w, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	return strings.Join(strings.Fields(w), " ")
+}

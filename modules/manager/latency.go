@@ -1,0 +1,218 @@
+package manager
+
+import (
+	"sync"
+	"time"
+
+	"github.com/parley-voice/parley/control"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/metrics"
+	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/speaker"
+	"github.com/parley-voice/parley/modules/tts"
+	"github.com/parley-voice/parley/modules/vad"
+	"go.uber.org/zap"
+)
+
+// LatencyOptions configure a LatencyObserver.
+type LatencyOptions struct {
+	// LLM is the name of the LLM module: its clauses time the LLM (the turn-based
+	// pipeline's hold module sends the same clauses again, later).
+	LLM string
+	// Origin is the clock time the network started at, which stream positions (audio
+	// times, the speaker's output timeline) count from.
+	Origin time.Time
+	// OnTurn, when set, receives each exchange's latencies when its agent turn ends (on
+	// the manager's goroutine; it must not block).
+	OnTurn func(metrics.Turn)
+	Logger *zap.Logger
+}
+
+// LatencyObserver times each exchange of a conversation (metrics.Turn: the user's turn
+// and the agent's reply to it, and a barge-in over that reply) from the IUs the modules
+// send: an iu.Observer, so that the timing takes no part in the manager's decisions.
+// Register it with iu.WithObserver; read Turns after the network ran.
+//
+// An exchange starts with the user's utterance (its end of turn before it); the
+// manager's Respond command gives it its agent turn, and the manager's agent-turn IU
+// ends it. The agent turn under way is the one the latest Respond (or re-engagement
+// text) named, until its agent-turn IU.
+type LatencyObserver struct {
+	opts LatencyOptions
+
+	mu         sync.Mutex // Observe runs on every sending module's goroutine
+	pendingEOT *endOfTurnTimes
+	lastUser   *metrics.Turn // the latest utterance's exchange, until a reply takes it
+	current    int           // the agent turn under way (0: none)
+	agents     map[int]*agentTimes
+	turns      []metrics.Turn
+}
+
+type endOfTurnTimes struct {
+	at, speechEnd time.Time
+}
+
+// agentTimes is what the observer follows of one agent turn.
+type agentTimes struct {
+	turn *metrics.Turn // nil for a turn no user turn asked for (a re-engagement)
+	// heard: the listener heard it play (FirstAudible is set).
+	heard bool
+	// bargeTimed: the silence after a barge-in onset is timed; confirmedBarge: the
+	// speech that paused the turn was confirmed by the VAD.
+	bargeTimed, confirmedBarge bool
+}
+
+// NewLatencyObserver returns an observer with opts.
+func NewLatencyObserver(opts LatencyOptions) *LatencyObserver {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	return &LatencyObserver{opts: opts, agents: map[int]*agentTimes{}}
+}
+
+// Turns returns the latencies of every exchange whose agent turn ended, in order.
+func (o *LatencyObserver) Turns() []metrics.Turn {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]metrics.Turn(nil), o.turns...)
+}
+
+func (o *LatencyObserver) at(d time.Duration) time.Time { return o.opts.Origin.Add(d) }
+
+// Observe implements iu.Observer.
+func (o *LatencyObserver) Observe(_ time.Time, m iu.Message) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, up := range m.Updates {
+		o.update(m.From, up)
+	}
+}
+
+func (o *LatencyObserver) update(from string, up iu.Update) {
+	u := up.IU
+	switch pl := u.Payload.(type) {
+	case vad.Candidate:
+		a := o.agents[o.current]
+		if a == nil || a.turn == nil {
+			return
+		}
+		switch up.Type {
+		case iu.Add:
+			if !a.bargeTimed {
+				a.turn.BargeInOnset = o.at(pl.Start)
+			}
+		case iu.Revoke:
+			if !a.confirmedBarge {
+				// Noise: the pause it caused is not a barge-in to time.
+				a.turn.BargeInOnset, a.turn.AudioSilent, a.bargeTimed = time.Time{}, time.Time{}, false
+			}
+		}
+	case vad.Segment:
+		if a := o.agents[o.current]; a != nil && a.turn != nil && up.Type == iu.Add {
+			if !a.bargeTimed && a.turn.BargeInOnset.IsZero() {
+				a.turn.BargeInOnset = o.at(pl.Start)
+			}
+			a.confirmedBarge = a.turn.BargeInOnset.After(time.Time{})
+		}
+	case vad.EndOfTurn:
+		if up.Type == iu.Add {
+			o.pendingEOT = &endOfTurnTimes{at: u.Created, speechEnd: o.at(pl.SpeechEnd)}
+		}
+	case asr.Utterance:
+		if up.Type != iu.Add {
+			return
+		}
+		t := &metrics.Turn{ASRFinal: u.Created}
+		if e := o.pendingEOT; e != nil {
+			t.EndOfTurn, t.UserSpeechEnd = e.at, e.speechEnd
+		}
+		o.pendingEOT = nil
+		o.lastUser = t
+	case control.Command:
+		if up.Type == iu.Add && pl.Action == control.Respond {
+			a := &agentTimes{turn: o.lastUser}
+			o.lastUser = nil
+			if a.turn != nil {
+				a.turn.AgentTurn = pl.TurnID
+				a.turn.Respond = u.Created
+			}
+			o.agents[pl.TurnID] = a
+			o.current = pl.TurnID
+		}
+	case tts.Text:
+		// The manager re-engaging with a fixed text: nothing the user said led to it.
+		if up.Type == iu.Add {
+			o.lastUser = nil
+			o.agents[pl.TurnID] = &agentTimes{}
+			o.current = pl.TurnID
+		}
+	case llm.Clause:
+		a := o.agents[pl.TurnID]
+		if a == nil || a.turn == nil || from != o.opts.LLM || pl.ClauseID != 0 {
+			return
+		}
+		switch up.Type {
+		case iu.Add:
+			if a.turn.FirstToken.IsZero() {
+				a.turn.FirstToken = u.Created
+			}
+		case iu.Commit:
+			a.turn.FirstClause = u.Created
+		}
+	case tts.Chunk:
+		if a := o.agents[pl.TurnID]; a != nil && a.turn != nil && up.Type == iu.Add && a.turn.FirstChunk.IsZero() {
+			a.turn.FirstChunk = u.Created
+		}
+	case speaker.Progress:
+		o.progress(pl)
+	case AgentTurn:
+		if up.Type == iu.Add {
+			o.ended(pl)
+		}
+	}
+}
+
+func (o *LatencyObserver) progress(pr speaker.Progress) {
+	c, ok := pr.Item.(tts.Chunk)
+	if !ok {
+		return
+	}
+	a := o.agents[c.TurnID]
+	if a == nil {
+		return
+	}
+	if pr.State == speaker.Playing && !a.heard {
+		a.heard = true
+		if a.turn != nil {
+			a.turn.FirstAudible = o.at(pr.Pos)
+		}
+	}
+	if (pr.State == speaker.Paused || pr.State == speaker.Stopped) && a.turn != nil &&
+		!a.turn.BargeInOnset.IsZero() && !a.bargeTimed {
+		// Pos is when the output actually falls silent (it lies ahead while the device
+		// still plays what it held).
+		a.turn.AudioSilent = o.at(pr.Pos)
+		a.bargeTimed = true
+	}
+}
+
+// ended closes the exchange of an agent turn that is over.
+func (o *LatencyObserver) ended(rec AgentTurn) {
+	a := o.agents[rec.TurnID]
+	delete(o.agents, rec.TurnID)
+	if o.current == rec.TurnID {
+		o.current = 0
+	}
+	if a == nil || a.turn == nil {
+		return
+	}
+	t := *a.turn
+	t.UserTurn = rec.InReplyTo
+	t.Interrupted = rec.Interrupted
+	o.turns = append(o.turns, t)
+	if o.opts.OnTurn != nil {
+		o.opts.OnTurn(t)
+	}
+	o.opts.Logger.Info("latencies", zap.Stringer("turn", t))
+}
