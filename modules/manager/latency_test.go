@@ -1,0 +1,95 @@
+package manager
+
+import (
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/control"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/metrics"
+	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/speaker"
+	"github.com/parley-voice/parley/modules/tts"
+	"github.com/parley-voice/parley/modules/vad"
+)
+
+// TestLatencyObserver feeds the observer the IUs of two exchanges, the first with a
+// barge-in that a noise candidate precedes, in the order the modules send them, and
+// checks every time it takes from them.
+func TestLatencyObserver(t *testing.T) {
+	var reported []metrics.Turn
+	o := NewLatencyObserver(LatencyOptions{LLM: "llm", Origin: t0, OnTurn: func(m metrics.Turn) { reported = append(reported, m) }})
+	seq := 0
+	send := func(from string, ms int, typ iu.UpdateType, p iu.Payload) {
+		seq++
+		u := iu.IU{ID: iu.ID(from + "/" + string(rune('a'+seq))), Payload: p, Created: at(ms)}
+		o.Observe(at(ms), iu.Message{From: from, Updates: []iu.Update{{Type: typ, IU: u}}})
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	chunk := func(turn int) tts.Chunk {
+		return tts.Chunk{TurnID: turn, Audio: audio.Frame{Rate: 22050, Channels: 1, Samples: make([]float32, 441)}}
+	}
+	progress := func(turn int, state speaker.State, pos int, tail bool) speaker.Progress {
+		return speaker.Progress{State: state, Heard: "tts/1", Item: chunk(turn), Offset: 100, Length: 441, Pos: ms(pos), Tail: tail}
+	}
+
+	// Exchange 1: the user stops at 1000 ms, the end of turn comes at 1700, the
+	// utterance at 1750, and the agent's turn 2 is asked for at once.
+	send("vad", 1700, iu.Add, vad.EndOfTurn{SpeechEnd: ms(1000)})
+	send("asr", 1750, iu.Add, asr.Utterance{Text: "tell me a story"})
+	send("manager", 1750, iu.Add, control.Command{Action: control.Respond, TurnID: 2})
+	send("llm", 1800, iu.Add, llm.Clause{TurnID: 2, ClauseID: 0, Text: "Once"})
+	send("llm", 1900, iu.Commit, llm.Clause{TurnID: 2, ClauseID: 0, Text: "Once upon a time,"})
+	send("hold", 1950, iu.Commit, llm.Clause{TurnID: 2, ClauseID: 0, Text: "Once upon a time,"}) // not the LLM's
+	send("tts", 1910, iu.Add, chunk(2))
+	send("tts", 1920, iu.Add, chunk(2)) // not the first
+	send("speaker", 2000, iu.Add, progress(2, speaker.Playing, 2000, false))
+	send("speaker", 2100, iu.Add, progress(2, speaker.Playing, 2100, false))
+	// A candidate that is noise pauses the agent; its pause is not a barge-in.
+	send("vad", 2500, iu.Add, vad.Candidate{Start: ms(2480)})
+	send("speaker", 2510, iu.Add, progress(2, speaker.Paused, 2550, true))
+	send("vad", 2600, iu.Revoke, vad.Candidate{Start: ms(2480)})
+	// Then real speech: the candidate at 2980, confirmed, and the output falls silent
+	// at 3100 (the device's tail).
+	send("vad", 3000, iu.Add, vad.Candidate{Start: ms(2980)})
+	send("speaker", 3010, iu.Add, progress(2, speaker.Paused, 3100, true))
+	send("vad", 3230, iu.Commit, vad.Candidate{Start: ms(2980)})
+	send("vad", 3230, iu.Add, vad.Segment{Start: ms(2980)})
+	send("speaker", 3300, iu.Add, progress(2, speaker.Stopped, 3300, false))
+	send("manager", 3400, iu.Add, AgentTurn{TurnID: 2, InReplyTo: 1, Interrupted: true, Stored: true})
+	// Exchange 2, without a barge-in.
+	send("vad", 5700, iu.Add, vad.EndOfTurn{SpeechEnd: ms(5000)})
+	send("asr", 5710, iu.Add, asr.Utterance{Text: "go on"})
+	send("manager", 5710, iu.Add, control.Command{Action: control.Respond, TurnID: 4})
+	send("llm", 5720, iu.Add, llm.Clause{TurnID: 4, ClauseID: 0, Text: "And"})
+	send("llm", 5730, iu.Commit, llm.Clause{TurnID: 4, ClauseID: 0, Text: "And then."})
+	send("tts", 5740, iu.Add, chunk(4))
+	send("speaker", 5800, iu.Add, progress(4, speaker.Playing, 5800, false))
+	send("manager", 7000, iu.Add, AgentTurn{TurnID: 4, InReplyTo: 3, Stored: true})
+	// A re-engagement: no exchange of its own.
+	send("manager", 12000, iu.Add, tts.Text{TurnID: 5, Text: "Still there?"})
+	send("speaker", 12100, iu.Add, progress(5, speaker.Playing, 12100, false))
+	send("manager", 13000, iu.Add, AgentTurn{TurnID: 5, Stored: true})
+
+	want := []metrics.Turn{
+		{UserTurn: 1, AgentTurn: 2, UserSpeechEnd: at(1000), EndOfTurn: at(1700), ASRFinal: at(1750), Respond: at(1750),
+			FirstToken: at(1800), FirstClause: at(1900), FirstChunk: at(1910), FirstAudible: at(2000),
+			BargeInOnset: at(2980), AudioSilent: at(3100), Interrupted: true},
+		{UserTurn: 3, AgentTurn: 4, UserSpeechEnd: at(5000), EndOfTurn: at(5700), ASRFinal: at(5710), Respond: at(5710),
+			FirstToken: at(5720), FirstClause: at(5730), FirstChunk: at(5740), FirstAudible: at(5800)},
+	}
+	got := o.Turns()
+	if len(got) != len(want) || len(reported) != len(want) {
+		t.Fatalf("%d exchanges (%d reported), want %d: %+v", len(got), len(reported), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] || reported[i] != want[i] {
+			t.Errorf("exchange %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+	if l := got[0].Latencies(); l[metrics.VoiceToVoice] != ms(1000) || l[metrics.BargeIn] != ms(120) || l[metrics.ASRFinal] != ms(50) {
+		t.Errorf("latencies %v", l)
+	}
+}
