@@ -63,7 +63,7 @@ func dialogue(b *testing.B, e *llamacpp.Engine, replyTokens int) []llm.Result {
 // prompt grows by appending, with the KV cache of the previous turn reused and with the
 // whole prompt evaluated every turn.
 //
-//	scripts/env go test -run '^$' -bench PrefixReuse ./modules/llm/
+//	scripts/env go test -run '^$' -bench PrefixReuse ./modules/llm/llamacpp/
 func BenchmarkPrefixReuse(b *testing.B) {
 	m, err := llama.LoadModel(benchModel(b), llama.ModelParams{UseMmap: true})
 	if err != nil {
@@ -160,7 +160,7 @@ func llamaBench(b *testing.B, tool, model string, threads int) (avg, best float6
 // llama-bench's bare decode loop (-p 0 -n 128) on the same model, thread count and batch
 // size:
 //
-//	scripts/env go test -run '^$' -bench DecodeTokensPerSecond -benchtime 200x ./modules/llm/
+//	scripts/env go test -run '^$' -bench DecodeTokensPerSecond -benchtime 200x ./modules/llm/llamacpp/
 //
 // Three figures come out, because a shared machine's load drifts by more than the 5 %
 // in question:

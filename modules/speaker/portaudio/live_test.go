@@ -501,7 +501,7 @@ func relay(g float32, frames chan<- audio.Frame) iu.Module {
 // op (ns/op) is dominated by paplay's start-up and the pause between bursts, and means
 // nothing.
 //
-//	scripts/env go test -run '^$' -bench LoopThroughLatency -benchtime 20x ./modules/speaker/
+//	scripts/env go test -run '^$' -bench LoopThroughLatency -benchtime 20x ./modules/speaker/portaudio/
 func BenchmarkLoopThroughLatency(b *testing.B) {
 	srv, sink := room(b)
 	const (
