@@ -1,0 +1,117 @@
+package webrtc
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/engines/webrtcapm"
+	"github.com/parley-voice/parley/modules/aec"
+	"github.com/parley-voice/parley/modules/aec/internal/aectest"
+	"github.com/parley-voice/parley/modules/aec/measure"
+)
+
+func newCanceller(t testing.TB, cfg webrtcapm.Config) *aec.Stream {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func run(t testing.TB, s measure.Scene) measure.Result {
+	t.Helper()
+	r, err := measure.Run(newCanceller(t, webrtcapm.Config{}), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestERLE is the target on the simulated laptop (30 ms, −6 dB, RT60 300 ms)
+// with the agent's real synthesized voice: ERLE ≥ 25 dB after convergence, and
+// convergence within 1 s.
+func TestERLE(t *testing.T) {
+	far := aectest.AgentSpeech(t)
+	path := aectest.Laptop()
+	r := run(t, measure.Scene{Far: far, Path: path, Hint: path.Delay})
+	t.Logf("agent voice (espeak-ng), %.1f s: %v", float64(len(far))/aec.Rate, r)
+	t.Logf("AEC3's own stats at the end: %+v", r.Stats)
+	if !r.Converged || r.Convergence > time.Second {
+		t.Errorf("convergence %v (converged %v), want ≤ 1s", r.Convergence, r.Converged)
+	}
+	if r.ERLE < measure.Target {
+		t.Errorf("ERLE after convergence %.1f dB, want ≥ %g", r.ERLE, measure.Target)
+	}
+}
+
+// TestERLERecordedVoice: the same with human recordings as the far end.
+func TestERLERecordedVoice(t *testing.T) {
+	far := aectest.Recordings(t, 300*time.Millisecond, "austen-0870.wav", "austen-0890.wav", "austen-0920.wav", "leopard_test.wav")
+	path := aectest.Laptop()
+	r := run(t, measure.Scene{Far: far, Path: path, Hint: path.Delay})
+	t.Logf("recorded voice, %.1f s: %v", float64(len(far))/aec.Rate, r)
+	if r.ERLE < measure.Target {
+		t.Errorf("ERLE after convergence %.1f dB, want ≥ %g", r.ERLE, measure.Target)
+	}
+}
+
+// TestDelayHint: AEC3 estimates the delay itself, so a wrong hint must not break it.
+func TestDelayHint(t *testing.T) {
+	far := aectest.AgentSpeech(t)
+	path := aectest.Laptop()
+	for _, hint := range []time.Duration{path.Delay, 0, path.Delay + 50*time.Millisecond} {
+		t.Run(fmt.Sprint("hint=", hint), func(t *testing.T) {
+			r := run(t, measure.Scene{Far: far, Path: path, Hint: hint})
+			t.Logf("%v; AEC3 delay estimate %v", r, r.Stats.Delay)
+			if r.ERLE < measure.Target {
+				t.Errorf("ERLE after convergence %.1f dB, want ≥ %g", r.ERLE, measure.Target)
+			}
+		})
+	}
+}
+
+// TestDoubleTalk: the user speaks (a real recording, as loud as the echo) while the
+// agent talks; the user's voice must come through.
+func TestDoubleTalk(t *testing.T) {
+	far := aectest.AgentSpeech(t)
+	near := aectest.Recording(t, "jfk.wav")
+	path := aectest.Laptop()
+	r := run(t, measure.Scene{Far: far, Near: near, NearAt: 5 * time.Second, Path: path, Hint: path.Delay})
+	d := r.DoubleTalk
+	t.Logf("%v", r)
+	if d.Windows < 20 {
+		t.Fatalf("only %d double-talk windows", d.Windows)
+	}
+	if d.NearAttenuation > 6 {
+		t.Errorf("near end attenuated by %.1f dB in double talk, want ≤ 6", d.NearAttenuation)
+	}
+	if d.NearToRestOut < d.NearToRestMic+6 {
+		t.Errorf("near-to-rest ratio %.1f dB at the mic, %.1f dB out: want ≥ 6 dB better", d.NearToRestMic, d.NearToRestOut)
+	}
+}
+
+// TestBlockSizes: blocks that do not match the engine's frames cancel as well.
+func TestBlockSizes(t *testing.T) {
+	far := aectest.AgentSpeech(t)
+	path := aectest.Laptop()
+	for _, block := range []int{160, 320, 257, 1000} {
+		r := run(t, measure.Scene{Far: far, Path: path, Hint: path.Delay, Block: block})
+		t.Logf("block %d: %v", block, r)
+		if r.ERLE < measure.Target {
+			t.Errorf("block %d: ERLE %.1f dB, want ≥ %g", block, r.ERLE, measure.Target)
+		}
+	}
+}
+
+// BenchmarkCanceller: CPU time per second of 16 kHz audio (render and capture) on the
+// simulated laptop with the agent's voice. rtf is CPU seconds per audio second.
+func BenchmarkCanceller(b *testing.B) {
+	for _, cfg := range []webrtcapm.Config{{}, {NoiseSuppression: webrtcapm.NoiseSuppressionModerate, HighPassFilter: true}} {
+		b.Run(fmt.Sprintf("ns=%d", cfg.NoiseSuppression), func(b *testing.B) {
+			aectest.BenchmarkCanceller(b, newCanceller(b, cfg))
+		})
+	}
+}
