@@ -88,7 +88,10 @@ type Result struct {
 	Mic, Out []float32
 }
 
-// DoubleTalk figures (see the package comment), in dB, over Windows windows.
+// DoubleTalk figures (see the package comment), in dB, over Windows windows. The same
+// figures over the windows where the user speaks and the echo is not active
+// (NearOnly*) show how much the canceller changes the user's voice anyway (its
+// high-pass filter, noise suppression), as a reference for the double-talk ones.
 type DoubleTalk struct {
 	Windows          int
 	NearAttenuation  float64
@@ -96,6 +99,10 @@ type DoubleTalk struct {
 	NearToRestOut    float64
 	Correlation      float64 // of the output with the clean near end, over all double-talk windows
 	CorrelationInput float64 // of the microphone with the clean near end
+
+	NearOnlyWindows     int
+	NearOnlyAttenuation float64
+	NearOnlyToRestOut   float64
 }
 
 // Run plays the scene through the canceller, which it does not close.
@@ -215,7 +222,7 @@ func analyse(echo, near, mic, out []float32) Result {
 		topNear = max(topNear, meanSquare(near[i:i+w]))
 	}
 	active := func(p, top float64) bool { return p > 0 && 10*math.Log10(top/p) <= ActiveRangeDB }
-	var dtNearPow, dtAlong, dtRestOut, dtAlongMic, dtRestMic float64
+	var dt, dtMic, nearOnly split
 	var xo, xm, oo, mm, nn float64
 	for i := 0; i+w <= len(echo); i += w {
 		wr := WindowResult{
@@ -224,50 +231,63 @@ func analyse(echo, near, mic, out []float32) Result {
 			Near:  meanSquare(near[i : i+w]),
 			Out:   meanSquare(out[i : i+w]),
 		}
-		farActive := active(wr.Echo, topEcho)
+		farActive, nearActive := active(wr.Echo, topEcho), active(wr.Near, topNear)
 		wr.FarOnly = farActive && wr.Near == 0
-		wr.Double = farActive && active(wr.Near, topNear)
+		wr.Double = farActive && nearActive
 		if wr.FarOnly {
 			wr.ERLE = 10 * math.Log10(wr.Echo/max(wr.Out, 1e-20))
 		}
-		if wr.Double {
+		nw, ow, mw := near[i:i+w], out[i:i+w], mic[i:i+w]
+		switch {
+		case wr.Double:
 			r.DoubleTalk.Windows++
-			nw, ow, mw := near[i:i+w], out[i:i+w], mic[i:i+w]
-			np := dot(nw, nw)
-			along := func(x []float32) (in, rest float64) {
-				g := dot(x, nw) / np
-				var e float64
-				for k := range x {
-					d := float64(x[k]) - g*float64(nw[k])
-					e += d * d
-				}
-				return g * g * np, e
-			}
-			a, rest := along(ow)
-			am, restm := along(mw)
-			dtNearPow += np
-			dtAlong += a
-			dtRestOut += rest
-			dtAlongMic += am
-			dtRestMic += restm
+			dt.add(ow, nw)
+			dtMic.add(mw, nw)
 			xo += dot(ow, nw)
 			xm += dot(mw, nw)
 			oo += dot(ow, ow)
 			mm += dot(mw, mw)
-			nn += np
+			nn += dot(nw, nw)
+		case nearActive && !farActive:
+			r.DoubleTalk.NearOnlyWindows++
+			nearOnly.add(ow, nw)
 		}
 		r.Windows = append(r.Windows, wr)
 	}
-	if r.DoubleTalk.Windows > 0 {
-		r.DoubleTalk.NearAttenuation = 10 * math.Log10(dtNearPow/dtAlong)
-		r.DoubleTalk.NearToRestOut = 10 * math.Log10(dtAlong/dtRestOut)
-		r.DoubleTalk.NearToRestMic = 10 * math.Log10(dtAlongMic/dtRestMic)
-		r.DoubleTalk.Correlation = xo / math.Sqrt(oo*nn)
-		r.DoubleTalk.CorrelationInput = xm / math.Sqrt(mm*nn)
+	if d := &r.DoubleTalk; d.Windows > 0 {
+		d.NearAttenuation = dt.attenuation()
+		d.NearToRestOut = dt.toRest()
+		d.NearToRestMic = dtMic.toRest()
+		d.Correlation = xo / math.Sqrt(oo*nn)
+		d.CorrelationInput = xm / math.Sqrt(mm*nn)
+	}
+	if d := &r.DoubleTalk; d.NearOnlyWindows > 0 {
+		d.NearOnlyAttenuation = nearOnly.attenuation()
+		d.NearOnlyToRestOut = nearOnly.toRest()
 	}
 	convergence(&r)
 	return r
 }
+
+// split accumulates, window by window, a signal's part along the clean near end (its
+// least-squares projection) and the rest.
+type split struct{ near, along, rest float64 }
+
+func (s *split) add(x, near []float32) {
+	np := dot(near, near)
+	g := dot(x, near) / np
+	var rest float64
+	for k := range x {
+		d := float64(x[k]) - g*float64(near[k])
+		rest += d * d
+	}
+	s.near += np
+	s.along += g * g * np
+	s.rest += rest
+}
+
+func (s split) attenuation() float64 { return 10 * math.Log10(s.near/s.along) }
+func (s split) toRest() float64      { return 10 * math.Log10(s.along/s.rest) }
 
 func convergence(r *Result) {
 	first := -1
@@ -339,6 +359,10 @@ func (r Result) String() string {
 	if d := r.DoubleTalk; d.Windows > 0 {
 		s += fmt.Sprintf("; double talk (%d windows): near-end attenuation %.1f dB, near-to-rest %.1f dB at the mic → %.1f dB out, correlation with near end %.2f → %.2f",
 			d.Windows, d.NearAttenuation, d.NearToRestMic, d.NearToRestOut, d.CorrelationInput, d.Correlation)
+		if d.NearOnlyWindows > 0 {
+			s += fmt.Sprintf("; near end alone (%d windows): attenuation %.1f dB, near-to-rest %.1f dB out",
+				d.NearOnlyWindows, d.NearOnlyAttenuation, d.NearOnlyToRestOut)
+		}
 	}
 	return s
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/parley-voice/parley/audio/room"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/modules/aec"
+	"github.com/parley-voice/parley/modules/aec/measure"
 )
 
 // AgentText is what the simulated agent says: a long reply with the pauses of real
@@ -105,4 +106,41 @@ func BenchmarkCanceller(b *testing.B, c aec.Canceller) {
 		pos += second
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "rtf")
+}
+
+// BenchmarkERLE runs the measurements on Laptop with the agent's voice and
+// reports them as benchmark metrics (run with -benchtime 1x; every iteration is the
+// same deterministic run): erle-dB after convergence, conv-s (convergence time),
+// above25-% (far-only windows after 1 s at ≥ 25 dB), and from a second run with a user
+// recording (jfk.wav, as loud as the echo) from 5 s on, dt-atten-dB (near-end
+// attenuation) and dt-gain-dB (how much the near-to-rest ratio improved).
+func BenchmarkERLE(b *testing.B, hint time.Duration, newCanceller func() aec.Canceller) {
+	far := AgentSpeech(b)
+	near := Recording(b, "jfk.wav")
+	path := Laptop()
+	var echoOnly, double measure.Result
+	for b.Loop() {
+		for _, s := range []struct {
+			scene measure.Scene
+			res   *measure.Result
+		}{
+			{measure.Scene{Far: far, Path: path, Hint: hint}, &echoOnly},
+			{measure.Scene{Far: far, Near: near, NearAt: 5 * time.Second, Path: path, Hint: hint}, &double},
+		} {
+			c := newCanceller()
+			r, err := measure.Run(c, s.scene)
+			c.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			*s.res = r
+		}
+	}
+	b.ReportMetric(echoOnly.ERLE, "erle-dB")
+	b.ReportMetric(echoOnly.Convergence.Seconds(), "conv-s")
+	b.ReportMetric(100*echoOnly.AboveTarget, "above25-%")
+	b.ReportMetric(double.DoubleTalk.NearAttenuation, "dt-atten-dB")
+	b.ReportMetric(double.DoubleTalk.NearToRestOut-double.DoubleTalk.NearToRestMic, "dt-gain-dB")
+	b.Logf("echo only: %v", echoOnly)
+	b.Logf("double talk: %v", double)
 }
