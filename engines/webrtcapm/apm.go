@@ -6,7 +6,8 @@
 // A Processor is fed two streams: ProcessRender with what the loudspeaker plays (the
 // far end) and ProcessCapture with what the microphone picks up (the near end), which it
 // cleans in place. The two may be called from different goroutines (the library locks
-// each side itself); Close must not race with them and is idempotent.
+// each side itself). Close may be called at any time (it waits for a running call) and
+// is idempotent; afterwards every call fails with ErrClosed.
 package webrtcapm
 
 /*
@@ -347,14 +348,35 @@ func (p *Processor) Close() error {
 
 // codeError names an AudioProcessing error code.
 func codeError(code int) error {
-	name, ok := map[int]string{
-		-1: "unspecified error", -2: "creation failed", -3: "unsupported component",
-		-4: "unsupported function", -5: "null pointer", -6: "bad parameter",
-		-7: "bad sample rate", -8: "bad data length", -9: "bad number of channels",
-		-10: "file error", -11: "stream parameter not set", -12: "not enabled",
-		-13: "bad stream parameter",
-	}[code]
-	if !ok {
+	var name string
+	switch code {
+	case -1:
+		name = "unspecified error"
+	case -2:
+		name = "creation failed"
+	case -3:
+		name = "unsupported component"
+	case -4:
+		name = "unsupported function"
+	case -5:
+		name = "null pointer"
+	case -6:
+		name = "bad parameter"
+	case -7:
+		name = "bad sample rate"
+	case -8:
+		name = "bad data length"
+	case -9:
+		name = "bad number of channels"
+	case -10:
+		name = "file error"
+	case -11:
+		name = "stream parameter not set"
+	case -12:
+		name = "not enabled"
+	case -13:
+		name = "bad stream parameter"
+	default:
 		name = "unknown error"
 	}
 	return fmt.Errorf("audio processing error %d (%s)", code, name)

@@ -3,6 +3,7 @@ package aec
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/parley-voice/parley/audio"
@@ -18,6 +19,9 @@ var ErrClosed = errors.New("aec: use of closed canceller")
 // exactly one frame (10 ms for the engines here) behind its input, starting with one
 // frame of silence. The engine's own algorithmic delay comes on top of that; Latency
 // reports the sum.
+//
+// Samples that are not finite (NaN, ±Inf, as a broken source may deliver) reach the
+// engine as silence: one NaN would otherwise stay in an adaptive filter for good.
 //
 // A Stream is owned by one goroutine.
 type Stream struct {
@@ -53,7 +57,9 @@ func (s *Stream) Render(far []float32) error {
 	}
 	for len(far) > 0 {
 		k := min(s.n-len(s.render), len(far))
+		start := len(s.render)
 		s.render = append(s.render, far[:k]...)
+		sanitize(s.render[start:])
 		far = far[k:]
 		if len(s.render) == s.n {
 			if err := s.e.ProcessRender(s.render); err != nil {
@@ -73,7 +79,9 @@ func (s *Stream) Capture(near []float32) ([]float32, error) {
 	if s.closed {
 		return nil, fmt.Errorf("aec: capture: %w", ErrClosed)
 	}
+	start := len(s.in)
 	s.in = append(s.in, near...)
+	sanitize(s.in[start:])
 	var first error
 	done := 0
 	for ; len(s.in)-done >= s.n; done += s.n {
@@ -86,6 +94,15 @@ func (s *Stream) Capture(near []float32) ([]float32, error) {
 	}
 	s.in = append(s.in[:0], s.in[done:]...)
 	return s.take(len(near)), first
+}
+
+// sanitize replaces samples that are not finite by silence.
+func sanitize(x []float32) {
+	for i, v := range x {
+		if v != v || v > math.MaxFloat32 || v < -math.MaxFloat32 {
+			x[i] = 0
+		}
+	}
 }
 
 // take returns the next n output samples; there are always enough (see Stream).

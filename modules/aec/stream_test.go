@@ -2,6 +2,7 @@ package aec
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -206,4 +207,25 @@ func FuzzStream(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStreamNonFinite: NaN and infinities never reach the engine.
+func TestStreamNonFinite(t *testing.T) {
+	h := &halver{n: 4}
+	s, _ := NewStream(h)
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	bad := []float32{1, nan, inf, -inf, 2, 3, nan, 4}
+	if err := s.Render(bad); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float32{1, 0, 0, 0, 2, 3, 0, 4}; !slices.Equal(h.rendered, want) {
+		t.Fatalf("engine rendered %v, want %v", h.rendered, want)
+	}
+	out, err := s.Capture(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float32{0, 0, 0, 0, 0.5, 0, 0, 0}; !slices.Equal(out, want) {
+		t.Fatalf("output %v, want %v", out, want)
+	}
 }

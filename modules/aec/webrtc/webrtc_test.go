@@ -2,9 +2,11 @@ package webrtc
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
+	"github.com/parley-voice/parley/audio/room"
 	"github.com/parley-voice/parley/engines/webrtcapm"
 	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/aec/internal/aectest"
@@ -132,5 +134,48 @@ func BenchmarkERLE(b *testing.B) {
 		b.Run(fmt.Sprint("hint=", hint), func(b *testing.B) {
 			aectest.BenchmarkERLE(b, hint, func() aec.Canceller { return newCanceller(b, webrtcapm.Config{}) })
 		})
+	}
+}
+
+// TestBadInput: a burst of NaN and infinities from a broken source, on both streams,
+// does not poison AEC3: the output stays finite and the echo after the burst is still
+// cancelled by ≥ 25 dB.
+func TestBadInput(t *testing.T) {
+	far := aectest.AgentSpeech(t)
+	path, err := room.New(aectest.Laptop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mic := path.Process(far)
+	echo := append([]float32(nil), mic...)
+	for i := 3 * aec.Rate; i < 3*aec.Rate+800; i++ {
+		far[i], mic[i] = float32(math.NaN()), float32(math.Inf(1-2*(i%2)))
+	}
+	c := newCanceller(t, webrtcapm.Config{})
+	c.SetDelay(aectest.Laptop().Delay)
+	var out []float32
+	for i := 0; i+160 <= len(far); i += 160 {
+		if err := c.Render(far[i : i+160]); err != nil {
+			t.Fatal(err)
+		}
+		o, err := c.Capture(mic[i : i+160])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o...)
+	}
+	for i, v := range out {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			t.Fatalf("non-finite output at sample %d", i)
+		}
+	}
+	lat, from := c.LatencySamples(), 5*aec.Rate
+	var e, o float64
+	for i := from; i+lat < len(out); i++ {
+		e += float64(echo[i]) * float64(echo[i])
+		o += float64(out[i+lat]) * float64(out[i+lat])
+	}
+	if got := 10 * math.Log10(e/o); got < measure.Target {
+		t.Fatalf("echo reduced by %.1f dB after the burst, want ≥ %g", got, measure.Target)
 	}
 }
