@@ -35,10 +35,12 @@ type Stream struct {
 
 var _ Canceller = (*Stream)(nil)
 
-// NewStream wraps an engine; the Stream owns it from now on and closes it.
+// NewStream wraps an engine; the Stream owns it from now on and closes it (also when
+// NewStream fails).
 func NewStream(e Engine) (*Stream, error) {
 	n := e.FrameSize()
 	if n <= 0 {
+		e.Close()
 		return nil, fmt.Errorf("aec: engine frame size %d", n)
 	}
 	return &Stream{

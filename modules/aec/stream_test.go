@@ -166,8 +166,12 @@ func TestStreamClose(t *testing.T) {
 }
 
 func TestNewStreamBadEngine(t *testing.T) {
-	if _, err := NewStream(&halver{n: 0}); err == nil {
+	h := &halver{n: 0}
+	if _, err := NewStream(h); err == nil {
 		t.Fatal("engine with frame size 0 accepted")
+	}
+	if h.closed != 1 {
+		t.Fatal("a refused engine was not closed")
 	}
 }
 
