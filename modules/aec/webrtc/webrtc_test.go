@@ -75,6 +75,26 @@ func TestDelayHint(t *testing.T) {
 	}
 }
 
+// TestLongDelay: AEC3 finds long echo delays (a laptop's device buffers) without a
+// hint, up to the 500 ms its delay estimator covers.
+func TestLongDelay(t *testing.T) {
+	far := aectest.AgentSpeech(t)
+	for _, delay := range []time.Duration{200 * time.Millisecond, 450 * time.Millisecond} {
+		t.Run(fmt.Sprint("delay=", delay), func(t *testing.T) {
+			path := aectest.Laptop()
+			path.Delay = delay
+			r := run(t, measure.Scene{Far: far, Path: path})
+			t.Logf("hint 0: %v; AEC3 delay estimate %v", r, r.Stats.Delay)
+			if r.ERLE < measure.Target {
+				t.Errorf("ERLE %.1f dB, want ≥ %g", r.ERLE, measure.Target)
+			}
+			if d := r.Stats.Delay; !d.OK || d.D < delay-10*time.Millisecond || d.D > delay+10*time.Millisecond {
+				t.Errorf("AEC3 delay estimate %v, the path's is %v", d, delay)
+			}
+		})
+	}
+}
+
 // TestDoubleTalk: the user speaks (a real recording) while the agent talks, as loud as
 // the echo at the microphone, 6 dB quieter and 6 dB louder; the user's voice must come
 // through. The limits are asserted for equal levels; AEC3 suppresses part of the near end while it suppresses the echo.
