@@ -1,0 +1,253 @@
+package webrtcapm_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/room"
+	"github.com/parley-voice/parley/engines/webrtcapm"
+	"github.com/parley-voice/parley/internal/testenv"
+)
+
+func newProcessor(t testing.TB, cfg webrtcapm.Config) *webrtcapm.Processor {
+	t.Helper()
+	p, err := webrtcapm.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// speech returns a real recording at rate.
+func speech(t testing.TB, name string, rate int) []float32 {
+	t.Helper()
+	f, err := audio.DecodeWAVFile(testenv.SharedFile(t, "audio/"+name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := audio.ResampleFrame(audio.Downmix(f), rate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Samples
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, cfg := range []webrtcapm.Config{
+		{SampleRate: 44100},
+		{SampleRate: -1},
+		{Echo: 7},
+		{NoiseSuppression: 9},
+		{GainControl: -1},
+		{TargetLevelDBFS: 40},
+		{CompressionGainDB: 91},
+		{FixedGainDB: -1},
+		{FixedGainDB: math.NaN()},
+	} {
+		if p, err := webrtcapm.New(cfg); err == nil {
+			p.Close()
+			t.Errorf("New(%+v) accepted", cfg)
+		}
+	}
+}
+
+func TestFrameSize(t *testing.T) {
+	for _, rate := range []int{8000, 16000, 32000, 48000} {
+		p := newProcessor(t, webrtcapm.Config{SampleRate: rate})
+		if p.FrameSize() != rate/100 || p.SampleRate() != rate {
+			t.Fatalf("rate %d: frame size %d", rate, p.FrameSize())
+		}
+		for _, n := range []int{0, rate/100 - 1, rate/100 + 1} {
+			if err := p.ProcessRender(make([]float32, n)); !errors.Is(err, webrtcapm.ErrFrameSize) {
+				t.Errorf("rate %d: render of %d samples: %v", rate, n, err)
+			}
+			if err := p.ProcessCapture(make([]float32, n)); !errors.Is(err, webrtcapm.ErrFrameSize) {
+				t.Errorf("rate %d: capture of %d samples: %v", rate, n, err)
+			}
+		}
+		if err := p.ProcessRender(make([]float32, rate/100)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ProcessCapture(make([]float32, rate/100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestClose(t *testing.T) {
+	p, err := webrtcapm.New(webrtcapm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := make([]float32, p.FrameSize())
+	for range 3 {
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.ProcessRender(frame); !errors.Is(err, webrtcapm.ErrClosed) {
+		t.Errorf("render after Close: %v", err)
+	}
+	if err := p.ProcessCapture(frame); !errors.Is(err, webrtcapm.ErrClosed) {
+		t.Errorf("capture after Close: %v", err)
+	}
+	p.SetStreamDelay(time.Second)
+	if s := p.Stats(); s != (webrtcapm.Stats{}) {
+		t.Errorf("stats after Close: %+v", s)
+	}
+}
+
+// TestLatency: Latency is the lag of the library's output behind its input, for the
+// stages and rates it depends on (checked by cross-correlating real speech).
+func TestLatency(t *testing.T) {
+	configs := []webrtcapm.Config{
+		{},
+		{Echo: webrtcapm.EchoOff},
+		{Echo: webrtcapm.EchoMobile},
+		{Echo: webrtcapm.EchoOff, NoiseSuppression: webrtcapm.NoiseSuppressionHigh},
+		{NoiseSuppression: webrtcapm.NoiseSuppressionModerate, HighPassFilter: true, GainController2: true, AdaptiveGain: true},
+		{Echo: webrtcapm.EchoOff, GainControl: webrtcapm.GainControlAdaptiveDigital},
+	}
+	for _, rate := range []int{16000, 48000, 8000, 32000} {
+		near := speech(t, "jfk.wav", rate)
+		for _, cfg := range configs {
+			cfg.SampleRate = rate
+			t.Run(fmt.Sprintf("%d/%+v", rate, cfg), func(t *testing.T) {
+				p := newProcessor(t, cfg)
+				n := p.FrameSize()
+				out := make([]float32, 0, len(near))
+				for i := 0; i+n <= len(near); i += n {
+					frame := append([]float32(nil), near[i:i+n]...)
+					if err := p.ProcessRender(make([]float32, n)); err != nil {
+						t.Fatal(err)
+					}
+					if err := p.ProcessCapture(frame); err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, frame...)
+				}
+				want := int(audio.DurationToSamples(p.Latency(), rate))
+				lag, corr := bestLag(near, out, rate, want+rate/100)
+				if d := lag - want; d < -1 || d > 1 {
+					t.Fatalf("output lags %d samples (correlation %.3f), Latency says %d", lag, corr, want)
+				}
+			})
+		}
+	}
+}
+
+// bestLag finds the lag (0..maxLag) at which out best matches in, over 3 s of speech.
+func bestLag(in, out []float32, rate, maxLag int) (int, float64) {
+	from, to := rate, 4*rate
+	best, at := -2.0, 0
+	for lag := 0; lag <= maxLag; lag++ {
+		var xy, xx, yy float64
+		for i := from; i < to; i++ {
+			x, y := float64(in[i]), float64(out[i+lag])
+			xy += x * y
+			xx += x * x
+			yy += y * y
+		}
+		if c := xy / math.Sqrt(xx*yy); c > best {
+			best, at = c, lag
+		}
+	}
+	return at, best
+}
+
+// TestCancelsEcho: at 16 and 48 kHz, real speech through a simulated laptop comes out
+// at least 25 dB quieter once AEC3 has converged, and its statistics are filled in.
+func TestCancelsEcho(t *testing.T) {
+	for _, rate := range []int{16000, 48000} {
+		t.Run(fmt.Sprint(rate), func(t *testing.T) {
+			far := speech(t, "jfk.wav", rate)
+			path, err := room.New(room.Config{Delay: 30 * time.Millisecond, GainDB: -6, RT60: 300 * time.Millisecond, Rate: rate, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mic := path.Process(far)
+			p := newProcessor(t, webrtcapm.Config{SampleRate: rate})
+			p.SetStreamDelay(30 * time.Millisecond)
+			n := p.FrameSize()
+			var echo, out float64
+			for i := 0; i+n <= len(far); i += n {
+				frame := append([]float32(nil), mic[i:i+n]...)
+				if err := p.ProcessRender(far[i : i+n]); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.ProcessCapture(frame); err != nil {
+					t.Fatal(err)
+				}
+				if i >= 2*rate {
+					echo += energy(mic[i : i+n])
+					out += energy(frame)
+				}
+			}
+			reduction := 10 * math.Log10(echo/out)
+			s := p.Stats()
+			t.Logf("echo reduced by %.1f dB after 2 s; stats %+v", reduction, s)
+			if reduction < 25 {
+				t.Errorf("echo reduced by %.1f dB, want ≥ 25", reduction)
+			}
+			if !s.EchoReturnLoss.OK || !s.EchoReturnLossEnhancement.OK || !s.Delay.OK || !s.ResidualEchoLikelihood.OK {
+				t.Errorf("statistics missing: %+v", s)
+			}
+		})
+	}
+}
+
+func energy(x []float32) float64 {
+	var e float64
+	for _, v := range x {
+		e += float64(v) * float64(v)
+	}
+	return e
+}
+
+// TestConcurrentUse: render, capture and stats from three goroutines, then Close while
+// they still run (run with -race). Calls after Close fail cleanly.
+func TestConcurrentUse(t *testing.T) {
+	p, err := webrtcapm.New(webrtcapm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := p.FrameSize()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	worker := func(step func() error) {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := step(); err != nil {
+				if !errors.Is(err, webrtcapm.ErrClosed) {
+					t.Error(err)
+				}
+				return
+			}
+		}
+	}
+	wg.Go(func() {
+		far := make([]float32, n)
+		worker(func() error { return p.ProcessRender(far) })
+	})
+	wg.Go(func() {
+		near := make([]float32, n)
+		worker(func() error { return p.ProcessCapture(near) })
+	})
+	wg.Go(func() {
+		worker(func() error { p.Stats(); p.SetStreamDelay(20 * time.Millisecond); return nil })
+	})
+	time.Sleep(50 * time.Millisecond)
+	p.Close()
+	close(stop)
+	wg.Wait()
+}

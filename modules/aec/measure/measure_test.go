@@ -1,0 +1,135 @@
+package measure
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio/room"
+	"github.com/parley-voice/parley/modules/aec"
+)
+
+// Reference cancellers with known answers, to check the measurements themselves (the
+// real engines are measured in aec/webrtc and aec/speex).
+
+// passThrough cancels nothing, with a latency of lat samples.
+type passThrough struct{ buf []float32 }
+
+func newPassThrough(lat int) *passThrough { return &passThrough{buf: make([]float32, lat)} }
+
+func (p *passThrough) Render([]float32) error { return nil }
+func (p *passThrough) Capture(near []float32) ([]float32, error) {
+	p.buf = append(p.buf, near...)
+	out := append([]float32(nil), p.buf[:len(near)]...)
+	p.buf = p.buf[len(near):]
+	return out, nil
+}
+func (p *passThrough) SetDelay(time.Duration) {}
+func (p *passThrough) Latency() time.Duration {
+	return time.Duration(len(p.buf)) * time.Second / aec.Rate
+}
+func (p *passThrough) Stats() aec.Stats { return aec.Stats{} }
+func (p *passThrough) Close() error     { return nil }
+
+// subtractor knows the far end and subtracts its exact echo, leaving a residual
+// attenuated by residualDB.
+type subtractor struct {
+	path       *room.Path
+	far        []float32
+	residualDB float64
+}
+
+func (s *subtractor) Render(far []float32) error { s.far = append(s.far, far...); return nil }
+func (s *subtractor) Capture(near []float32) ([]float32, error) {
+	echo := s.path.Process(s.far[:len(near)])
+	s.far = s.far[len(near):]
+	g := float32(math.Pow(10, -s.residualDB/20))
+	out := make([]float32, len(near))
+	for i := range near {
+		out[i] = near[i] - (1-g)*echo[i]
+	}
+	return out, nil
+}
+func (s *subtractor) SetDelay(time.Duration) {}
+func (s *subtractor) Latency() time.Duration { return 0 }
+func (s *subtractor) Stats() aec.Stats       { return aec.Stats{} }
+func (s *subtractor) Close() error           { return nil }
+
+// bursts is a far end of noise bursts (0.4 s on, 0.2 s off), 10 s long.
+func bursts(seed uint64) []float32 {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	x := make([]float32, 10*aec.Rate)
+	for i := range x {
+		if i%(aec.Rate*6/10) < aec.Rate*4/10 {
+			x[i] = float32(0.1 * rng.NormFloat64())
+		}
+	}
+	return x
+}
+
+func laptop() room.Config {
+	return room.Config{Delay: 30 * time.Millisecond, GainDB: -6, RT60: 300 * time.Millisecond, Seed: 3}
+}
+
+func TestPassThrough(t *testing.T) {
+	r, err := Run(newPassThrough(160), Scene{Far: bursts(1), Path: laptop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(r.ERLE) > 0.01 || r.Converged || r.AboveTarget != 0 {
+		t.Fatalf("cancelling nothing measured as %v", r)
+	}
+}
+
+// TestKnownERLE: a canceller that leaves exactly 30 dB of the echo is measured at
+// 30 dB from the first window on.
+func TestKnownERLE(t *testing.T) {
+	path, _ := room.New(laptop())
+	r, err := Run(&subtractor{path: path, residualDB: 30}, Scene{Far: bursts(2), Path: laptop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(r.ERLE-30) > 0.01 || math.Abs(r.ERLEMedian-30) > 0.01 || !r.Converged || r.Convergence != 0 || r.AboveTarget != 1 {
+		t.Fatalf("a 30 dB canceller measured as %v", r)
+	}
+}
+
+// TestDoubleTalkKnown: a perfect subtractor keeps the near end exactly (0 dB
+// attenuation, correlation 1); cancelling nothing leaves the microphone's figures.
+func TestDoubleTalkKnown(t *testing.T) {
+	near := bursts(4)[:4*aec.Rate]
+	scene := Scene{Far: bursts(5), Near: near, NearAt: 3 * time.Second, Path: laptop()}
+	path, _ := room.New(laptop())
+	r, err := Run(&subtractor{path: path, residualDB: 200}, scene)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := r.DoubleTalk
+	if d.Windows == 0 || math.Abs(d.NearAttenuation) > 0.01 || d.Correlation < 0.9999 || d.NearToRestOut < 60 {
+		t.Fatalf("a perfect canceller in double talk measured as %+v", d)
+	}
+	r, err = Run(newPassThrough(0), scene)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = r.DoubleTalk
+	if math.Abs(d.NearToRestOut-d.NearToRestMic) > 0.01 || math.Abs(d.Correlation-d.CorrelationInput) > 1e-6 {
+		t.Fatalf("cancelling nothing changed the double-talk figures: %+v", d)
+	}
+}
+
+func TestSceneErrors(t *testing.T) {
+	for _, s := range []Scene{
+		{},
+		{Far: bursts(1), Path: room.Config{GainDB: 5}},
+		{Far: bursts(1), Path: room.Config{Rate: 8000}},
+		{Far: bursts(1), Near: bursts(2), NearAt: time.Hour},
+		{Far: bursts(1), Near: make([]float32, 100), NearAt: time.Second, Path: laptop()},
+		{Far: make([]float32, 1000), Near: bursts(2), Path: laptop()},
+	} {
+		if _, err := Run(newPassThrough(0), s); err == nil {
+			t.Errorf("scene %+v accepted", s.Path)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+// Package webrtc adapts WebRTC's audio processing (engines/webrtcapm: AEC3 and, if
+// configured, noise suppression, high-pass filter and gain control) to aec.
+package webrtc
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/parley-voice/parley/engines/webrtcapm"
+	"github.com/parley-voice/parley/modules/aec"
+)
+
+// Engine is a webrtcapm.Processor seen as an aec.Engine.
+type Engine struct{ p *webrtcapm.Processor }
+
+var _ aec.Engine = Engine{}
+
+// NewEngine makes the processor at aec.Rate (cfg.SampleRate must be 0 or aec.Rate).
+func NewEngine(cfg webrtcapm.Config) (Engine, error) {
+	if cfg.SampleRate != 0 && cfg.SampleRate != aec.Rate {
+		return Engine{}, fmt.Errorf("aec/webrtc: sample rate %d Hz: the pipeline runs at %d", cfg.SampleRate, aec.Rate)
+	}
+	cfg.SampleRate = aec.Rate
+	p, err := webrtcapm.New(cfg)
+	if err != nil {
+		return Engine{}, fmt.Errorf("aec/webrtc: %w", err)
+	}
+	return Engine{p}, nil
+}
+
+// New makes a canceller that takes blocks of any length (see aec.Stream).
+func New(cfg webrtcapm.Config) (*aec.Stream, error) {
+	e, err := NewEngine(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return aec.NewStream(e)
+}
+
+func (e Engine) FrameSize() int                      { return e.p.FrameSize() }
+func (e Engine) ProcessRender(far []float32) error   { return e.p.ProcessRender(far) }
+func (e Engine) ProcessCapture(near []float32) error { return e.p.ProcessCapture(near) }
+func (e Engine) SetStreamDelay(d time.Duration)      { e.p.SetStreamDelay(d) }
+func (e Engine) Latency() time.Duration              { return e.p.Latency() }
+func (e Engine) Close() error                        { return e.p.Close() }
+
+// Stats maps AEC3's figures; the residual echo likelihood comes from WebRTC's residual
+// echo detector.
+func (e Engine) Stats() aec.Stats {
+	s := e.p.Stats()
+	return aec.Stats{
+		ERL:                    aec.Value{V: s.EchoReturnLoss.V, OK: s.EchoReturnLoss.OK},
+		ERLE:                   aec.Value{V: s.EchoReturnLossEnhancement.V, OK: s.EchoReturnLossEnhancement.OK},
+		Delay:                  aec.Duration{D: s.Delay.D, OK: s.Delay.OK},
+		ResidualEchoLikelihood: aec.Value{V: s.ResidualEchoLikelihood.V, OK: s.ResidualEchoLikelihood.OK},
+	}
+}
