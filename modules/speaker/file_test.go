@@ -19,15 +19,17 @@ import (
 
 // testAudio is agent audio with a turn, like tts.Chunk.
 type testAudio struct {
-	name string
-	f    audio.Frame
-	turn int
+	name      string
+	f         audio.Frame
+	turn      int
+	tentative bool
 }
 
 func (a testAudio) Kind() string     { return "speech" }
 func (a testAudio) Summary() string  { return a.name }
 func (a testAudio) PCM() audio.Frame { return a.f }
 func (a testAudio) AgentTurn() int   { return a.turn }
+func (a testAudio) Tentative() bool  { return a.tentative }
 func (a testAudio) String() string   { return a.name }
 
 // HeardAt makes testAudio a Speech payload: its "text" is its name, and the position
@@ -612,4 +614,60 @@ func TestFileSpeakerUpdate(t *testing.T) {
 			expectOutput(t, out, ms(600), piece{at: ms(100), f: a.f, count: -1}, piece{at: ms(200), f: tc.want, count: -1})
 		})
 	}
+}
+
+func addTentative(a testAudio) func(*iu.Ports, map[string]iu.IU) []iu.Update {
+	return func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
+		a.tentative = true
+		u := p.NewIU(a)
+		ius[a.name] = u
+		return []iu.Update{iu.AddOf(u)}
+	}
+}
+
+func commit(name string) func(*iu.Ports, map[string]iu.IU) []iu.Update {
+	return func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
+		return []iu.Update{iu.CommitOf(ius[name])}
+	}
+}
+
+// TestFileSpeakerHoldsTentativeAudio: a reply prepared before the user's turn ended
+// waits, unheard and unreported, until its IUs are committed, and then plays at once
+// (with what was queued behind it); withdrawn, it is never heard.
+func TestFileSpeakerHoldsTentativeAudio(t *testing.T) {
+	x := testAudio{name: "x", f: signal(1, ms(100), 16000), turn: 2}
+	y := testAudio{name: "y", f: signal(2, ms(100), 16000), turn: 2}
+	z := testAudio{name: "z", f: signal(3, ms(50), 16000), turn: 3}
+	t.Run("committed later", func(t *testing.T) {
+		events := []event{
+			{at: 100 * time.Millisecond, do: addTentative(x)},
+			{at: 120 * time.Millisecond, do: addTentative(y)},
+			{at: 400 * time.Millisecond, do: commit("x")},
+			{at: 400 * time.Millisecond, do: commit("y")},
+		}
+		reports, out := runFile(t, FileConfig{}, events, time.Second)
+		expectOutput(t, out, ms(700), piece{at: ms(400), f: x.f, count: -1}, piece{at: ms(500), f: y.f, count: -1})
+		checkReportsAgainstOutput(t, reports, out)
+		for _, r := range reports {
+			if r.at < 400*time.Millisecond && r.p.State != Idle {
+				t.Fatalf("report while the audio was held: %+v", r.p)
+			}
+		}
+	})
+	t.Run("withdrawn", func(t *testing.T) {
+		events := []event{
+			{at: 100 * time.Millisecond, do: addTentative(x)},
+			{at: 120 * time.Millisecond, do: addTentative(y)},
+			{at: 300 * time.Millisecond, do: revoke("x")},
+			{at: 300 * time.Millisecond, do: revoke("y")},
+			{at: 350 * time.Millisecond, do: add(z, true)},
+		}
+		reports, out := runFile(t, FileConfig{}, events, time.Second)
+		expectOutput(t, out, ms(600), piece{at: ms(350), f: z.f, count: -1})
+		for _, r := range reports {
+			if r.p.Heard != "" && r.p.Item.(testAudio).turn == 2 {
+				t.Fatalf("withdrawn audio was reported heard: %+v", r.p)
+			}
+		}
+	})
 }

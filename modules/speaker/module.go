@@ -220,6 +220,8 @@ func (r *runner) handle(up iu.Update) {
 			r.pl.enqueue(up.IU, pay)
 		case iu.UpdatePayload:
 			r.pl.update(up.IU, pay)
+		case iu.Commit:
+			r.pl.release(up.IU.ID)
 		case iu.Revoke:
 			r.pl.revoke(up.IU.ID)
 		}

@@ -19,6 +19,9 @@ type item struct {
 	turn    int
 	hasTurn bool
 	fed     int64 // frames handed to the resampler so far
+	// held: tentative audio whose IU is not committed yet (see Tentative). It waits, and
+	// everything queued behind it waits too.
+	held bool
 }
 
 // placement says where an item's audio lies in the ring. Within a run (a stretch of
@@ -131,6 +134,9 @@ func ringCapacity(rate int, lead, step time.Duration) int {
 func (p *player) enqueue(u iu.IU, a Audio) {
 	f := a.PCM()
 	it := &item{id: u.ID, payload: a, length: f.Len()}
+	if t, ok := a.(Tentative); ok && t.Tentative() {
+		it.held = u.State != iu.Committed
+	}
 	if t, ok := a.(Turned); ok {
 		it.turn, it.hasTurn = t.AgentTurn(), true
 	}
@@ -146,6 +152,16 @@ func (p *player) enqueue(u iu.IU, a Audio) {
 	}
 	it.pcm = audio.Downmix(f)
 	p.queue = append(p.queue, it)
+}
+
+// release lets committed audio play.
+func (p *player) release(id iu.ID) {
+	for _, it := range p.queue {
+		if it.id == id {
+			it.held = false
+			return
+		}
+	}
 }
 
 // update replaces the payload of an audio IU that has not started yet.
@@ -440,10 +456,14 @@ func (p *player) dropQueued(drop func(*item) bool) {
 	p.queue = keep
 }
 
-// inFlight reports whether audio is queued or not yet fully heard.
+// inFlight reports whether audio is queued to play or not yet fully heard. Held audio
+// is not: nothing happens to it until its commit or revoke arrives.
 func (p *player) inFlight() bool {
-	return len(p.queue) > 0 || len(p.pending) > 0 || (p.run != nil && p.run.rs != nil) || p.heard < p.w
+	return p.playable() || len(p.pending) > 0 || (p.run != nil && p.run.rs != nil) || p.heard < p.w
 }
+
+// playable reports whether the queue's head may be played.
+func (p *player) playable() bool { return len(p.queue) > 0 && !p.queue[0].held }
 
 // fill moves queued audio through the resampler into the ring, up to lead ahead of the
 // renderer.
@@ -453,7 +473,7 @@ func (p *player) fill() {
 	}
 	p.writePending()
 	target := p.ring.r.Load() + p.lead
-	for len(p.pending) == 0 && p.w < target && len(p.queue) > 0 {
+	for len(p.pending) == 0 && p.w < target && p.playable() {
 		it := p.queue[0]
 		if p.run == nil || p.run.rate != it.pcm.Rate {
 			p.endRun()
@@ -491,7 +511,7 @@ func (p *player) fill() {
 		}
 		p.writePending()
 	}
-	if len(p.queue) == 0 && len(p.pending) == 0 && p.run != nil && p.run.rs != nil && p.w-p.ring.r.Load() < p.lowWater {
+	if !p.playable() && len(p.pending) == 0 && p.run != nil && p.run.rs != nil && p.w-p.ring.r.Load() < p.lowWater {
 		// Nothing more to resample for now and the ring runs low: release what the
 		// filter holds back. Audio arriving later starts a new run.
 		p.endRun()

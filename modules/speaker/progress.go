@@ -70,6 +70,14 @@ type HeardText struct {
 	Fraction float64
 }
 
+// Tentative is implemented by audio that may be withdrawn before anyone should hear it
+// (a reply prepared while the user may still go on speaking). Tentative audio plays only
+// once its IU is committed; until then it waits, and so does everything queued after
+// it. A revoke drops it unheard. Other audio plays as soon as it is added.
+type Tentative interface {
+	Tentative() bool
+}
+
 // State is what the speaker is doing.
 type State uint8
 
