@@ -226,3 +226,60 @@ func TestStoreFitSlackKeepsThePromptStart(t *testing.T) {
 		t.Errorf("the prompt start changed %d times without slack and %d times with it", tight, slack)
 	}
 }
+
+// TestDraftPromptIsAPrefixOfThePrompt: for every shipped format and memory, the draft of
+// a turn in progress is the prompt the turn gets once the user's words are stored, split
+// after the user's text, so that feeding the prefix ahead is exact.
+func TestDraftPromptIsAPrefixOfThePrompt(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range BuiltinFormats() {
+		for _, mem := range []string{"buffer", "window"} {
+			t.Run(name+"/"+mem, func(t *testing.T) {
+				var m Memory = BufferMemory()
+				if mem == "window" {
+					var err error
+					if m, err = WindowMemory(1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				s := newTestStore(t, NewHistory(mustFormat(t, name), "Be brief."), m, StoreConfig{
+					Tokenizer: wordTokenizer{}, ContextSize: 60, ReplyReserve: 10,
+					Input: InputChain{CollapseSpaces()},
+				})
+				turn := 1
+				for _, exchange := range [][2]string{{"hello there", "Hi! How can I help?"}, {"what time is it", "It is noon."}, {"and the date", "The first of May."}} {
+					user := "  " + exchange[0] + "  now " // the Input transform applies to drafts too
+					d, err := s.DraftPrompt(ctx, turn+1, user)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := s.AppendUtterance(ctx, Utterance{Speaker: User, TurnID: turn, Text: user}); err != nil {
+						t.Fatal(err)
+					}
+					fp, err := s.Prompt(ctx, turn+1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if d.Prefix+d.Closing != fp.Text {
+						t.Fatalf("draft %q + %q\nprompt %q", d.Prefix, d.Closing, fp.Text)
+					}
+					if !strings.HasSuffix(d.Prefix, exchange[0]+" now") {
+						t.Fatalf("prefix %q does not end with the user's text", d.Prefix)
+					}
+					if err := s.AppendUtterance(ctx, Utterance{Speaker: Agent, TurnID: turn + 1, Text: exchange[1]}); err != nil {
+						t.Fatal(err)
+					}
+					turn += 2
+				}
+				h, _ := s.Snapshot(ctx)
+				if h.Len() != 6 {
+					t.Fatalf("drafts stored something: %d utterances", h.Len())
+				}
+			})
+		}
+	}
+	s := newTestStore(t, NewHistory(mustFormat(t, "chatml"), ""), nil, StoreConfig{})
+	if _, err := s.DraftPrompt(ctx, 2, "   "); !errors.Is(err, ErrNoDraft) {
+		t.Fatalf("draft of no words: %v", err)
+	}
+}
