@@ -26,6 +26,10 @@ type Options struct {
 	Lead time.Duration `yaml:"lead" json:"lead"`
 	// Quality is the resampler's quality.
 	Quality audio.Quality `yaml:"-" json:"-"`
+	// Played makes the module report everything its output plays, silence included,
+	// as Played IUs (the echo canceller's reference). The module then wakes every Step
+	// while idle too; its progress reports are the same with or without it.
+	Played bool `yaml:"-" json:"-"`
 }
 
 // WithDefaults fills in the defaults of the fields left zero.
@@ -110,12 +114,20 @@ func (s *Speaker) Run(ctx context.Context, p *iu.Ports) error {
 		return err
 	}
 	ring := newRing(ringCapacity(rate, s.opts.Lead, s.opts.Step))
+	var tap *tapReader
+	if s.opts.Played {
+		ring.withTap(tapSeconds * rate)
+		if tap, err = newTapReader(ring, out, s.opts.Quality); err != nil {
+			out.Close(false)
+			return err
+		}
+	}
 	pl := newPlayer(ring, out, s.opts.Quality, s.opts.Lead, s.opts.Step, start, log)
 	if err := out.Begin(ring); err != nil {
 		out.Close(false)
 		return err
 	}
-	r := &runner{s: s, p: p, out: out, pl: pl, start: start, log: log}
+	r := &runner{s: s, p: p, out: out, pl: pl, tap: tap, start: start, log: log}
 	err = r.loop(ctx)
 	drain := err == nil
 	if cerr := out.Close(drain); cerr != nil && err == nil {
@@ -132,6 +144,7 @@ type runner struct {
 	p            *iu.Ports
 	out          Output
 	pl           *player
+	tap          *tapReader // nil unless Options.Played
 	start        time.Time
 	log          *zap.Logger
 	nextProgress time.Time
@@ -148,9 +161,16 @@ func (r *runner) loop(ctx context.Context) error {
 			if pl.paused {
 				pl.emit(pl.reportAt(Stopped, pl.heard, pl.pos(now), false, "input ended while paused"))
 			}
-			return r.send(ctx)
+			if err := r.send(ctx); err != nil {
+				return err
+			}
+			return r.sendPlayed(ctx, true)
 		}
 		var deadline time.Time
+		// tapOnly: the module wakes only to pass on what the output played, while
+		// nothing else can change, and so does nothing else (the progress reports stay
+		// exactly what they are without the tap).
+		tapOnly := false
 		if pl.busy() {
 			deadline = align(r.start, now, opts.Step)
 			if pl.state == Playing && r.nextProgress.Before(deadline) {
@@ -159,6 +179,8 @@ func (r *runner) loop(ctx context.Context) error {
 			if !pl.tailUntil.IsZero() && pl.tailUntil.Before(deadline) {
 				deadline = pl.tailUntil
 			}
+		} else if r.tap != nil {
+			deadline, tapOnly = align(r.start, now, opts.Step), true
 		}
 		ev, err := r.p.Next(ctx, deadline)
 		if err != nil {
@@ -174,7 +196,16 @@ func (r *runner) loop(ctx context.Context) error {
 			if serr := r.send(ctx); serr != nil {
 				r.log.Warn("cannot send the final progress", zap.Error(serr))
 			}
+			if serr := r.sendPlayed(ctx, true); serr != nil {
+				r.log.Warn("cannot send the last played audio", zap.Error(serr))
+			}
 			return fmt.Errorf("speaker: %w", err)
+		}
+		if tapOnly && ev.Kind == iu.EventDeadline {
+			if err := r.sendPlayed(ctx, false); err != nil {
+				return err
+			}
+			continue
 		}
 		steady := false
 		if !now.Before(r.nextProgress) {
@@ -195,7 +226,29 @@ func (r *runner) loop(ctx context.Context) error {
 		if err := r.send(ctx); err != nil {
 			return err
 		}
+		if err := r.sendPlayed(ctx, false); err != nil {
+			return err
+		}
 	}
+}
+
+// sendPlayed sends what the output played since the last call as Played IUs (with
+// last, also what the tap's resampler holds back).
+func (r *runner) sendPlayed(ctx context.Context, last bool) error {
+	if r.tap == nil {
+		return nil
+	}
+	played, err := r.tap.drain(last)
+	for _, pl := range played {
+		if pl.Lost > 0 {
+			r.log.Warn("played audio lost: the speaker fell behind its output", zap.Int64("samples", pl.Lost))
+		}
+		u := r.p.NewIU(pl)
+		if serr := r.p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); serr != nil {
+			return serr
+		}
+	}
+	return err
 }
 
 // finished reports whether the module may end after its input ended: everything heard,

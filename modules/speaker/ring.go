@@ -26,6 +26,14 @@ import (
 //     and silence (and when its read position jumps), so that the writer can map the
 //     device frame the listener hears to a ring position. The writer drains them.
 //   - rendered describes the device's clock (see Output).
+//   - tap, when the speaker reports what it plays (Options.Played), receives every
+//     sample the renderer outputs, ring audio and silence alike, one per device frame.
+//     The renderer writes tap positions [tapR, tapR+len(tap)) and publishes tapW; the
+//     writer copies [tapR, tapW) out and publishes tapR. Tap position i is device frame
+//     i until the tap first runs full (the writer stalled for longer than it holds):
+//     the renderer then drops frames until there is room again, and before it writes
+//     the next one it appends a mark (its frame and tap position) to marks, so that
+//     the writer knows which frame each position holds and how many were lost.
 //
 // Ownership: ring slots belong to the writer until published by w and to the renderer
 // until released by r; every other field is written by exactly one side, as marked.
@@ -49,12 +57,25 @@ type Ring struct {
 	recLost  atomic.Uint64       // renderer: records dropped because the writer fell behind
 	rendered atomic.Int64        // renderer: device frames rendered (ring audio and silence)
 
+	tap     []float32 // slots: the renderer writes, the writer reads after tapW publishes them
+	tapMask int64
+	tapW    atomic.Int64       // renderer: tap positions written
+	tapR    atomic.Int64       // writer: tap positions consumed
+	marks   [markSlots]tapMark // slots: the renderer writes, the writer reads after markW publishes them
+	markW   atomic.Uint64      // renderer: marks written
+	markR   atomic.Uint64      // writer: marks consumed
+
 	// notify, when set before the output starts, is called by the renderer after it
 	// applied a request, to wake the writer.
 	notify func()
 }
 
+// tapMark says that tap position pos holds device frame frame (frames were lost before
+// it).
+type tapMark struct{ pos, frame int64 }
+
 const (
+	markSlots   = 16
 	recordSlots = 1024
 	noLimit     = math.MaxInt64
 )
@@ -68,13 +89,25 @@ type record struct {
 }
 
 func newRing(capacity int) *Ring {
+	n := pow2(capacity)
+	r := &Ring{ring: make([]float32, n), mask: int64(n - 1)}
+	r.limit.Store(noLimit)
+	return r
+}
+
+// withTap gives the ring a tap of at least capacity frames.
+func (r *Ring) withTap(capacity int) *Ring {
+	n := pow2(capacity)
+	r.tap, r.tapMask = make([]float32, n), int64(n-1)
+	return r
+}
+
+func pow2(capacity int) int {
 	n := 1
 	for n < capacity {
 		n <<= 1
 	}
-	r := &Ring{ring: make([]float32, n), mask: int64(n - 1)}
-	r.limit.Store(noLimit)
-	return r
+	return n
 }
 
 // SetNotify makes the renderer call f after it applied a control request, so that an
@@ -92,6 +125,8 @@ type Renderer struct {
 	paused  bool
 	limit   int64
 	playing bool
+	tapW    int64 // tap positions written (published in ring.tapW)
+	tapGap  bool  // frames were dropped since the last one written to the tap
 }
 
 // NewRenderer returns the renderer of r; an output makes one in Begin.
@@ -134,6 +169,9 @@ func (rd *Renderer) Render(out []float32, frames, channels int) {
 			out[i*channels+ch] = v
 		}
 	}
+	if l.tap != nil {
+		rd.tap(n, frames)
+	}
 	rd.r += int64(n)
 	l.r.Store(rd.r)
 	if n < frames {
@@ -154,6 +192,36 @@ func (rd *Renderer) Render(out []float32, frames, channels int) {
 			l.notify()
 		}
 	}
+}
+
+// tap copies this render's frames into the tap: n frames of ring audio from the read
+// position, then silence up to frames, as far as the writer has made room; the rest are
+// dropped (see Ring).
+func (rd *Renderer) tap(n, frames int) {
+	l := rd.ring
+	room := l.tapR.Load() + int64(len(l.tap)) - rd.tapW
+	k := int(min(int64(frames), max(room, 0)))
+	if k > 0 && rd.tapGap {
+		if w := l.markW.Load(); w-l.markR.Load() < markSlots {
+			l.marks[w%markSlots] = tapMark{pos: rd.tapW, frame: rd.frame}
+			l.markW.Store(w + 1)
+			rd.tapGap = false
+		} else {
+			k = 0 // no room to say where the audio resumes: keep dropping
+		}
+	}
+	for i := 0; i < k; i++ {
+		var v float32
+		if i < n {
+			v = l.ring[(rd.r+int64(i))&l.mask]
+		}
+		l.tap[(rd.tapW+int64(i))&l.tapMask] = v
+	}
+	rd.tapW += int64(k)
+	if k < frames {
+		rd.tapGap = true
+	}
+	l.tapW.Store(rd.tapW)
 }
 
 func (rd *Renderer) record(rec record) {
