@@ -27,6 +27,11 @@ type Frame struct {
 	Rate     int
 	Channels int
 	Start    int64
+	// Captured is when the first sample was captured, on the network's clock, for
+	// inputs that know it (the microphone stamps its frames with the device's capture
+	// time). It is zero for recordings: their stream positions are their only clock
+	// (a replay's sample s is spoken s/Rate after the network started).
+	Captured time.Time
 }
 
 // Kind implements iu.Payload.

@@ -62,8 +62,11 @@ func (c *converter) gap(pos int64) bool { return c.started && pos != c.next }
 func (c *converter) begin(pos int64) int64 {
 	c.started = true
 	c.next = pos
-	return c.base + ceilDiv(pos*c.up, c.down)
+	return c.position(pos)
 }
+
+// position returns the pipeline position of device frame pos of the current capture.
+func (c *converter) position(pos int64) int64 { return c.base + ceilDiv(pos*c.up, c.down) }
 
 // process converts mono device frames that continue the current stream. The result is
 // a new slice.

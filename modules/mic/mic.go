@@ -128,7 +128,7 @@ func (m *Mic) Run(ctx context.Context, p *iu.Ports) error {
 	if _, virtual := p.Clock().(clock.Scheduler); virtual {
 		return errors.New("mic: the microphone captures in real time and needs the real clock; replay recordings with modules/source instead")
 	}
-	r := &runner{m: m, p: p, log: p.Logger(), frameLen: int(audio.DurationToSamples(m.cfg.FrameDuration, audio.PipelineRate))}
+	r := &runner{m: m, p: p, log: p.Logger(), frameLen: int(audio.DurationToSamples(m.cfg.FrameDuration, audio.PipelineRate)), began: p.Now()}
 	defer r.closeCapture()
 	if err := r.openCapture(); err != nil {
 		return err
@@ -144,6 +144,9 @@ type block struct {
 	frames  int
 	pos     int64 // device frame of the first sample, counted from the capture's start
 	flags   device.Flags
+	// captured is when the first sample reached the converter (PortAudio's ADC time),
+	// as a duration since the module started.
+	captured time.Duration
 }
 
 // lost is posted by the stream's finished callback.
@@ -175,6 +178,12 @@ type runner struct {
 	next  int64 // pipeline position of the next sample to emit
 	frame []float32
 	start int64 // pipeline position of frame[0]
+
+	// The capture clock: pipeline position anchorPos was captured at anchorTime (from
+	// the latest block), which stamps the frames (audio.Frame.Captured).
+	began      time.Time
+	anchorPos  int64
+	anchorTime time.Time
 
 	lastBlock   time.Time // when the last capture block arrived
 	stallLogged bool
@@ -232,8 +241,16 @@ func (r *runner) openCapture() error {
 	post := r.p.TryPost
 	dropped := &r.m.dropped
 	scfg.OnFinished = func() { post(lost{gen: c.gen}) }
-	stream, err := host.OpenInput(scfg, func(in []float32, frames int, _ device.Timing, flags device.Flags) {
-		c.deliver(in, frames, flags, post, dropped)
+	began, rate := r.began, c.rate
+	stream, err := host.OpenInput(scfg, func(in []float32, frames int, t device.Timing, flags device.Flags) {
+		// When the buffer's first frame was captured, on the module's clock: PortAudio
+		// says how long before the callback; a host that does not is taken to call back
+		// as soon as the buffer is full.
+		behind := t.Current - t.InputADC
+		if t.InputADC == 0 || behind < 0 {
+			behind = time.Duration(int64(frames) * int64(time.Second) / int64(rate))
+		}
+		c.deliver(in, frames, flags, time.Since(began)-behind, post, dropped)
 	})
 	if err != nil {
 		host.Close()
@@ -260,7 +277,7 @@ func (r *runner) openCapture() error {
 // deliver runs on PortAudio's thread: it copies the buffer into free blocks and posts
 // them, dropping (and counting) what finds no block or no room in the module's queue.
 // It never blocks and never allocates.
-func (c *capture) deliver(in []float32, frames int, flags device.Flags, post func(any) bool, dropped *atomic.Int64) {
+func (c *capture) deliver(in []float32, frames int, flags device.Flags, captured time.Duration, post func(any) bool, dropped *atomic.Int64) {
 	pos := c.pos
 	c.pos += int64(frames)
 	ch := c.channels
@@ -285,6 +302,7 @@ func (c *capture) deliver(in []float32, frames int, flags device.Flags, post fun
 			copy(b.samples, in[off*ch:(off+blockFrames)*ch])
 		}
 		b.frames, b.pos, b.flags = blockFrames, pos+int64(off), flags
+		b.captured = captured + time.Duration(int64(off)*int64(time.Second)/int64(c.rate))
 		if !post(b) {
 			dropped.Add(int64(blockFrames))
 			c.free <- b // it came from free, so there is room
@@ -409,6 +427,7 @@ func (r *runner) handleBlock(ctx context.Context, b *block) error {
 	if !r.conv.started {
 		r.next = r.conv.begin(b.pos)
 	}
+	r.anchorPos, r.anchorTime = r.conv.position(b.pos), r.began.Add(b.captured)
 	out := r.conv.process(r.conv.mono(b.samples[:b.frames*c.channels], c.channels))
 	c.free <- b // process copied the samples: the callback may reuse the block
 	return r.emit(ctx, out)
@@ -439,6 +458,9 @@ func (r *runner) flushFrame(ctx context.Context) error {
 		return nil
 	}
 	f := audio.Frame{Samples: r.frame, Rate: audio.PipelineRate, Channels: 1, Start: r.start}
+	if !r.anchorTime.IsZero() {
+		f.Captured = r.anchorTime.Add(audio.SamplesToDuration(r.start-r.anchorPos, audio.PipelineRate))
+	}
 	r.frame = make([]float32, 0, r.frameLen) // the sent slice belongs to the IU now
 	u := r.p.NewIU(f)
 	return r.p.Send(ctx, iu.AddOf(u), iu.CommitOf(u))

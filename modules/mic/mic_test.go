@@ -127,6 +127,22 @@ func checkFrames(t *testing.T, frames []audio.Frame, allowGaps bool) []float32 {
 	return all
 }
 
+// checkCaptured checks the frames' capture times: set, in the past, and following the
+// stream positions (the device's clock), give or take the timing's jitter.
+func checkCaptured(t *testing.T, frames []audio.Frame) {
+	t.Helper()
+	first := frames[0]
+	for i, f := range frames {
+		if f.Captured.IsZero() || f.Captured.After(time.Now()) {
+			t.Fatalf("frame %d (%s) captured at %v", i, f.Summary(), f.Captured)
+		}
+		want := first.Captured.Add(audio.SamplesToDuration(f.Start-first.Start, audio.PipelineRate))
+		if d := f.Captured.Sub(want); d < -60*time.Millisecond || d > 60*time.Millisecond {
+			t.Fatalf("frame %d (%s) captured %v off the stream's clock", i, f.Summary(), d)
+		}
+	}
+}
+
 // TestCapturesPlayback plays a speech recording into a null sink whose monitor is the
 // microphone, and finds the recording in the captured audio.
 func TestCapturesPlayback(t *testing.T) {
@@ -181,6 +197,7 @@ func TestCapturesPlayback(t *testing.T) {
 				frames = append(frames, f)
 			}
 			got := checkFrames(t, frames, l.mic.Dropped() > 0)
+			checkCaptured(t, frames)
 			if l.mic.Dropped() > 0 {
 				t.Logf("%d capture frames were dropped (a busy machine)", l.mic.Dropped())
 			}
