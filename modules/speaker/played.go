@@ -157,3 +157,7 @@ func (t *tapReader) emit(res []Played, samples []float32, flush bool) []Played {
 	t.lost = 0
 	return append(res, p)
 }
+
+// PlayedAudio returns the audio and when the listener heard its first sample: what
+// consumers of played audio (the echo canceller, the laptop simulator) ask for.
+func (p Played) PlayedAudio() (audio.Frame, time.Time) { return p.Audio, p.Heard }

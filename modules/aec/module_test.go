@@ -1,0 +1,372 @@
+package aec
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/iu"
+	"go.uber.org/zap/zaptest"
+)
+
+// subtractor is an oracle engine: it knows the echo path (a gain after a delay, in
+// samples, from render to capture) and removes the echo exactly — if, and only if, it
+// is given the reference in step with the capture, as the module must. The real
+// engines are tested through aec/webrtc, aec/speex and pipeline.
+type subtractor struct {
+	delay int
+	gain  float32
+	far   []float32 // everything rendered
+	n     int       // capture samples processed
+	ahead int       // capture samples processed before their reference was rendered
+}
+
+func (s *subtractor) FrameSize() int { return 160 }
+func (s *subtractor) ProcessRender(far []float32) error {
+	s.far = append(s.far, far...)
+	return nil
+}
+func (s *subtractor) ProcessCapture(near []float32) error {
+	for i := range near {
+		if s.n+i >= len(s.far) {
+			s.ahead++
+		}
+		if j := s.n + i - s.delay; j >= 0 && j < len(s.far) {
+			near[i] -= s.gain * s.far[j]
+		}
+	}
+	s.n += len(near)
+	return nil
+}
+func (s *subtractor) SetStreamDelay(time.Duration) {}
+func (s *subtractor) Latency() time.Duration       { return 0 }
+func (s *subtractor) Stats() Stats                 { return Stats{} }
+func (s *subtractor) Close() error                 { return nil }
+
+// played is a test Played payload.
+type played struct {
+	f     audio.Frame
+	heard time.Time
+}
+
+func (p played) Kind() string                          { return "played" }
+func (p played) Summary() string                       { return p.f.Summary() }
+func (p played) PlayedAudio() (audio.Frame, time.Time) { return p.f, p.heard }
+
+func noise(n int, seed uint64, amp float64) []float32 {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(amp * rng.NormFloat64())
+	}
+	return x
+}
+
+// scene is a microphone hearing a user (near) and the speaker's echo.
+type scene struct {
+	near   []float32 // the user at the microphone
+	far    []float32 // the played stream, from the speaker's first sample on
+	outLat time.Duration
+	// micStart is when the microphone captured its sample 0, after the network
+	// started; stamped is whether its frames say so (a live microphone) or not (a
+	// recording, whose sample 0 is at the start).
+	micStart time.Duration
+	stamped  bool
+	acoustic int // samples from hearing to the microphone
+	gain     float32
+	frame    int // microphone frame length
+	chunk    int // played IU length
+	gapAt    int // a gap of gapLen samples in the microphone's frames at this position (0: none)
+	gapLen   int
+	stopAt   time.Duration // the speaker stops sending here (0: never)
+	jitter   time.Duration // stamped capture times are off by up to this much
+	// leadSilence is how many samples of the played stream are silence.
+	leadSilence int
+}
+
+// mic returns the microphone's signal: the user plus the echo of what was heard
+// acoustic samples earlier.
+func (sc scene) mic() []float32 {
+	x := append([]float32(nil), sc.near...)
+	// Microphone position t is captured at micStart + t; the listener then hears
+	// played sample (micStart - outLat)·16k + t - acoustic.
+	shift := int(audio.DurationToSamples(sc.micStart-sc.outLat, Rate)) - sc.acoustic
+	for t := range x {
+		if j := t + shift; j >= 0 && j < len(sc.far) {
+			x[t] += sc.gain * sc.far[j]
+		}
+	}
+	return x
+}
+
+// runScene plays the scene through the module on a virtual clock and returns its output
+// frames and whether the end of the stream was passed on.
+func runScene(t *testing.T, sc scene, eng Engine, cfg Config) ([]audio.Frame, bool, *Module) {
+	t.Helper()
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	v := clock.NewVirtual(start)
+	defer v.Close()
+	mic := sc.mic()
+	rng := rand.New(rand.NewPCG(7, 7))
+	src := iu.ModuleFunc{ModuleName: "mic", Fn: func(ctx context.Context, p *iu.Ports) error {
+		for pos := 0; pos < len(mic); pos += sc.frame {
+			end := min(pos+sc.frame, len(mic))
+			if err := wait(ctx, p, start.Add(sc.micStart+audio.SamplesToDuration(int64(end), Rate))); err != nil {
+				return err
+			}
+			if sc.gapLen > 0 && pos >= sc.gapAt && pos < sc.gapAt+sc.gapLen {
+				continue // a dropped capture block
+			}
+			f := audio.Frame{Samples: mic[pos:end], Rate: Rate, Channels: 1, Start: int64(pos)}
+			if sc.stamped {
+				f.Captured = start.Add(sc.micStart + audio.SamplesToDuration(int64(pos), Rate))
+				if sc.jitter > 0 {
+					f.Captured = f.Captured.Add(time.Duration(rng.Int64N(int64(2*sc.jitter))) - sc.jitter)
+				}
+			}
+			u := p.NewIU(f)
+			if err := p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
+				return err
+			}
+		}
+		u := p.NewIU(audio.EndOfStream{Pos: int64(len(mic)), Rate: Rate})
+		return p.Send(ctx, iu.AddOf(u), iu.CommitOf(u))
+	}}
+	spk := iu.ModuleFunc{ModuleName: "speaker", Fn: func(ctx context.Context, p *iu.Ports) error {
+		for j := 0; j < len(sc.far); j += sc.chunk {
+			end := min(j+sc.chunk, len(sc.far))
+			at := audio.SamplesToDuration(int64(end), Rate)
+			if sc.stopAt > 0 && at > sc.stopAt {
+				break
+			}
+			if err := wait(ctx, p, start.Add(at)); err != nil {
+				return err
+			}
+			f := audio.Frame{Samples: sc.far[j:end], Rate: Rate, Channels: 1, Start: int64(j)}
+			u := p.NewIU(played{f: f, heard: start.Add(sc.outLat + audio.SamplesToDuration(int64(j), Rate))})
+			if err := p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+	c, err := NewStream(eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := New("aec", cfg, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var out []audio.Frame
+	eos := false
+	sink := iu.ModuleFunc{ModuleName: "vad", Fn: func(ctx context.Context, p *iu.Ports) error {
+		for {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil || ev.Kind == iu.EventInputDone {
+				return err
+			}
+			for _, up := range ev.Message.Updates {
+				mu.Lock()
+				switch pl := up.IU.Payload.(type) {
+				case audio.Frame:
+					if up.Type == iu.Add {
+						if eos {
+							t.Errorf("frame %s after the end of the stream", pl.Summary())
+						}
+						out = append(out, pl)
+					}
+				case audio.EndOfStream:
+					eos = up.Type == iu.Add || eos
+				}
+				mu.Unlock()
+			}
+		}
+	}}
+	net := iu.NewNetwork(iu.WithClock(v), iu.WithLogger(zaptest.NewLogger(t)))
+	if err := net.Add(src, spk, m, sink); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]string{{"mic", "aec"}, {"speaker", "aec"}, {"aec", "vad"}} {
+		if err := net.ConnectNames(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := net.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return out, eos, m
+}
+
+func wait(ctx context.Context, p *iu.Ports, until time.Time) error {
+	for p.Now().Before(until) {
+		if _, err := p.Next(ctx, until); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// joined checks that frames are contiguous from 0 and returns their samples.
+func joined(t *testing.T, frames []audio.Frame) []float32 {
+	t.Helper()
+	var all []float32
+	for i, f := range frames {
+		if f.Start != int64(len(all)) || f.Rate != Rate || f.Channels != 1 {
+			t.Fatalf("output frame %d is %s after %d samples", i, f.Summary(), len(all))
+		}
+		all = append(all, f.Samples...)
+	}
+	return all
+}
+
+// TestModuleAlignsReference: whatever the frame sizes, output latency and microphone
+// clock, the oracle removes the echo exactly, which it can only do when every played
+// sample reaches it in step with the capture; the output is the user's voice on the
+// microphone's timeline, as long as the input, followed by the end of the stream.
+func TestModuleAlignsReference(t *testing.T) {
+	const n = 3 * Rate
+	near := noise(n, 1, 0.1)
+	far := noise(n+Rate, 2, 0.3)
+	for _, sc := range []scene{
+		{frame: 320, chunk: 160, acoustic: 480},
+		{frame: 320, chunk: 160, acoustic: 480, outLat: 50 * time.Millisecond},
+		{frame: 333, chunk: 77, acoustic: 17, outLat: 30 * time.Millisecond},
+		{frame: 160, chunk: 800, acoustic: 0, outLat: 100 * time.Millisecond},
+		// A live microphone that started late, its frames stamped with capture times.
+		{frame: 320, chunk: 160, acoustic: 160, outLat: 50 * time.Millisecond, micStart: 137 * time.Millisecond, stamped: true},
+		// Its timing jitters: the reference is placed by the average while it is
+		// silent, and then stays in place.
+		{frame: 320, chunk: 160, acoustic: 160, outLat: 50 * time.Millisecond, micStart: 37 * time.Millisecond, stamped: true, jitter: 15 * time.Millisecond, leadSilence: Rate},
+	} {
+		sc.near, sc.far, sc.gain = near, far, 0.5
+		if sc.leadSilence > 0 {
+			sc.far = append(make([]float32, sc.leadSilence), far[sc.leadSilence:]...)
+		}
+		t.Run(fmt.Sprintf("frame %d chunk %d lat %v mic %v", sc.frame, sc.chunk, sc.outLat, sc.micStart), func(t *testing.T) {
+			eng := &subtractor{delay: sc.acoustic, gain: sc.gain}
+			out, eos, m := runScene(t, sc, eng, Config{})
+			got := joined(t, out)
+			if len(got) != n || !eos {
+				t.Fatalf("%d samples out of %d, end of stream passed on: %v", len(got), n, eos)
+			}
+			if sc.jitter > 0 {
+				checkConstantMisalignment(t, sc, got)
+				return
+			}
+			// (With a microphone that started after the speaker, the echo in its first
+			// samples is of audio played before its start, which nobody can render.)
+			for i := range got {
+				if math.Abs(float64(got[i]-near[i])) > 1e-5 && !(sc.micStart > sc.outLat && i < sc.acoustic) {
+					t.Fatalf("output sample %d = %g, the user said %g (echo %g)", i, got[i], near[i], sc.mic()[i]-near[i])
+				}
+			}
+			if eng.ahead > 0 {
+				t.Errorf("%d samples captured before their reference was rendered", eng.ahead)
+			}
+			if sc.stamped && sc.jitter == 0 {
+				for i, f := range out {
+					want := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(sc.micStart + audio.SamplesToDuration(f.Start, Rate))
+					if !f.Captured.Equal(want) {
+						t.Fatalf("output frame %d (%s) captured at %v, want %v", i, f.Summary(), f.Captured, want)
+					}
+				}
+			}
+			if c := m.Cost(); c.Audio != audio.SamplesToDuration(n+160, Rate) || c.Processing <= 0 {
+				t.Errorf("cost %+v", c)
+			}
+		})
+	}
+}
+
+// checkConstantMisalignment checks that the output is the user's voice plus what is left
+// when the echo is cancelled with a reference misplaced by a constant number of samples
+// (within the timing's jitter): the reference was placed once and never moved.
+func checkConstantMisalignment(t *testing.T, sc scene, got []float32) {
+	t.Helper()
+	shift := int(audio.DurationToSamples(sc.micStart-sc.outLat, Rate)) - sc.acoustic
+	far := func(j int) float32 {
+		if j < 0 || j >= len(sc.far) {
+			return 0
+		}
+		return sc.far[j]
+	}
+	// The average of the jittering capture times is within 4 ms of the truth.
+	maxErr := int(audio.DurationToSamples(4*time.Millisecond, Rate))
+	from := int(audio.DurationToSamples(sc.jitter, Rate))
+	for e := -maxErr; e <= maxErr; e++ {
+		ok := true
+		for i := from; i < len(got) && ok; i++ {
+			want := sc.near[i] + sc.gain*(far(i+shift)-far(i+shift+e))
+			ok = math.Abs(float64(got[i]-want)) < 1e-5
+		}
+		if ok {
+			t.Logf("reference misplaced by %d samples throughout", e)
+			return
+		}
+	}
+	t.Fatal("the output is not the echo cancelled with a reference in one constant place")
+}
+
+// TestModuleBridgesGaps: a dropped capture block becomes silence on the output's
+// timeline, and the reference stays in step after it.
+func TestModuleBridgesGaps(t *testing.T) {
+	const n = 2 * Rate
+	sc := scene{near: noise(n, 3, 0.1), far: noise(n+Rate, 4, 0.3), gain: 0.5, frame: 320, chunk: 160, acoustic: 320,
+		outLat: 20 * time.Millisecond, gapAt: 9600, gapLen: 640}
+	eng := &subtractor{delay: sc.acoustic, gain: sc.gain}
+	out, _, _ := runScene(t, sc, eng, Config{})
+	got := joined(t, out)
+	if len(got) != n {
+		t.Fatalf("%d samples out of %d", len(got), n)
+	}
+	for i := range got {
+		want := sc.near[i]
+		if i >= sc.gapAt && i < sc.gapAt+sc.gapLen {
+			want = -sc.gain * sc.far[i-sc.acoustic-320] // the echo's reference is still subtracted
+		}
+		if math.Abs(float64(got[i]-want)) > 1e-5 {
+			t.Fatalf("output sample %d = %g, want %g", i, got[i], want)
+		}
+	}
+}
+
+// TestModuleWithoutReference: when the speaker stops sending played audio, the
+// microphone's frames go on after MaxWait, with silence for reference.
+func TestModuleWithoutReference(t *testing.T) {
+	const n = 2 * Rate
+	sc := scene{near: noise(n, 5, 0.1), far: make([]float32, 3*Rate), frame: 320, chunk: 160, stopAt: time.Second}
+	out, eos, _ := runScene(t, sc, &subtractor{}, Config{MaxWait: 50 * time.Millisecond})
+	got := joined(t, out)
+	if len(got) != n || !eos {
+		t.Fatalf("%d samples out of %d, end of stream %v", len(got), n, eos)
+	}
+	for i := range got {
+		if math.Abs(float64(got[i]-sc.near[i])) > 1e-6 {
+			t.Fatalf("output sample %d = %g, want %g", i, got[i], sc.near[i])
+		}
+	}
+}
+
+func TestModuleRejects(t *testing.T) {
+	if _, err := New("aec", Config{}, nil); err == nil {
+		t.Error("no canceller accepted")
+	}
+	c, err := NewStream(&subtractor{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New("aec", Config{MaxWait: -time.Second}, c); err == nil {
+		t.Error("negative max wait accepted")
+	}
+}
