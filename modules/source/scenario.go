@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-voice/parley/audio/room"
 	"github.com/parley-voice/parley/userdirs"
 	"go.yaml.in/yaml/v3"
 )
@@ -49,6 +50,15 @@ const maxTimelinePosition = 24 * time.Hour
 //	  - at: 9.0
 //	    name: barge-in
 //	    expect: agent interrupted
+//	echo:                            # optional: replay on a simulated laptop
+//	  delay: 30ms                    # played → microphone, seconds or a duration
+//	  gain_db: -6                    # the echo path's energy gain, negative
+//	  rt60: 300ms                    # the room's reverberation time (0: none)
+//	  noise_db: -70                  # optional microphone noise floor, dBFS
+//
+// The echo block makes a replay simulate a laptop whose microphone hears its own
+// speakers (Echo, audio/room): the agent's played audio is mixed back into the
+// recordings. Without it nothing is mixed.
 //
 // File paths may use ${PARLEY_SHARED} or $SHARED for the shared test assets (the
 // PARLEY_SHARED environment variable, else ../shared beside the project) and any other
@@ -63,6 +73,8 @@ type Scenario struct {
 	Tail       time.Duration
 	Recordings []Recording
 	Marks      []Mark
+	// Echo, when set, is the simulated laptop's echo path (see Echo).
+	Echo *room.Config
 }
 
 // Recording is one WAV file placed on the scenario's timeline.
@@ -101,6 +113,16 @@ type scenarioYAML struct {
 	Tail        *seconds        `yaml:"tail"`
 	Recordings  []recordingYAML `yaml:"recordings"`
 	Marks       []markYAML      `yaml:"marks"`
+	Echo        *echoYAML       `yaml:"echo"`
+}
+
+type echoYAML struct {
+	Delay   *seconds        `yaml:"delay"`
+	GainDB  *float64        `yaml:"gain_db"`
+	RT60    *seconds        `yaml:"rt60"`
+	NoiseDB *float64        `yaml:"noise_db"`
+	Noise   room.NoiseColor `yaml:"noise"`
+	Seed    uint64          `yaml:"seed"`
 }
 
 type recordingYAML struct {
@@ -254,7 +276,46 @@ func ParseScenario(data []byte, dir string) (*Scenario, error) {
 		}
 		sc.Marks = append(sc.Marks, Mark{At: m.At.d, Name: m.Name, Role: m.Role, Expect: m.Expect, Note: m.Note, Line: line})
 	}
+	if raw.Echo != nil {
+		echo, err := raw.Echo.config(keyLine(&root, "echo"))
+		if err != nil {
+			return nil, err
+		}
+		sc.Echo = &echo
+	}
 	return sc, nil
+}
+
+// config checks the echo block (at line) and returns its path.
+func (e *echoYAML) config(line int) (room.Config, error) {
+	if e.Delay == nil || e.GainDB == nil {
+		return room.Config{}, fmt.Errorf("%w: line %d: the echo block needs a delay and a gain_db", ErrInvalidScenario, line)
+	}
+	c := room.Config{Delay: e.Delay.d, GainDB: *e.GainDB, Noise: e.Noise, Seed: e.Seed}
+	if e.RT60 != nil {
+		c.RT60 = e.RT60.d
+	}
+	if e.NoiseDB != nil {
+		c.NoiseDB = *e.NoiseDB
+	}
+	if err := c.Validate(); err != nil {
+		return room.Config{}, fmt.Errorf("%w: line %d: echo: %v", ErrInvalidScenario, line, err)
+	}
+	return c, nil
+}
+
+// keyLine returns the line of a top-level key (0 when absent).
+func keyLine(root *yaml.Node, key string) int {
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return 0
+	}
+	m := root.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i].Line
+		}
+	}
+	return 0
 }
 
 // itemLines returns the line of each item of the top-level list under key.

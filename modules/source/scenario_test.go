@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/room"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
 	"go.uber.org/zap"
@@ -84,6 +85,30 @@ marks:
 				}
 			},
 		},
+		{
+			name: "echo",
+			yaml: "recordings: [{file: a.wav}]\necho:\n  delay: 30ms\n  gain_db: -6\n  rt60: 0.3\n  noise_db: -70\n  noise: white\n  seed: 9\n",
+			check: func(t *testing.T, sc *Scenario) {
+				want := room.Config{Delay: 30 * time.Millisecond, GainDB: -6, RT60: 300 * time.Millisecond, NoiseDB: -70, Noise: room.White, Seed: 9}
+				if sc.Echo == nil || *sc.Echo != want {
+					t.Errorf("echo = %+v, want %+v", sc.Echo, want)
+				}
+			},
+		},
+		{
+			name: "no echo",
+			yaml: "recordings: [{file: a.wav}]\n",
+			check: func(t *testing.T, sc *Scenario) {
+				if sc.Echo != nil {
+					t.Errorf("echo = %+v", sc.Echo)
+				}
+			},
+		},
+		{name: "echo without gain", yaml: "recordings: [{file: a.wav}]\necho:\n  delay: 30ms\n", wantErr: "line 2: the echo block needs"},
+		{name: "echo with positive gain", yaml: "recordings: [{file: a.wav}]\necho: {delay: 0.03, gain_db: 6}\n", wantErr: "line 2: echo: room: invalid echo path: gain_db"},
+		{name: "echo too long", yaml: "recordings: [{file: a.wav}]\necho: {delay: 5s, gain_db: -6}\n", wantErr: "delay"},
+		{name: "echo bad noise", yaml: "recordings: [{file: a.wav}]\necho: {delay: 0, gain_db: -6, noise: brown}\n", wantErr: "noise color"},
+		{name: "echo unknown field", yaml: "recordings: [{file: a.wav}]\necho: {delay: 0, gain_db: -6, reverb: 1}\n", wantErr: "reverb"},
 		{name: "empty", yaml: "", wantErr: "empty"},
 		{name: "only a comment", yaml: "# nothing\n", wantErr: "empty"},
 		{name: "no recordings", yaml: "name: x\n", wantErr: "no recordings"},
@@ -383,6 +408,8 @@ func FuzzParseScenario(f *testing.F) {
 		"recordings: &a [{file: a.wav}]\nmarks: *a\n",
 		"tail: .nan\nrecordings: [{file: a}]",
 		"recordings: [{file: $X}]",
+		"recordings: [{file: a}]\necho: {delay: 30ms, gain_db: -6, rt60: 0.3, noise_db: -70}\n",
+		"recordings: [{file: a}]\necho: {delay: .inf, gain_db: .nan}\n",
 		"- a\n",
 		"{",
 		"",
@@ -412,6 +439,11 @@ func FuzzParseScenario(f *testing.F) {
 		for _, m := range sc.Marks {
 			if m.At < 0 || m.At > maxTimelinePosition {
 				t.Fatalf("accepted mark %+v", m)
+			}
+		}
+		if sc.Echo != nil {
+			if err := sc.Echo.Validate(); err != nil {
+				t.Fatalf("accepted echo %+v: %v", sc.Echo, err)
 			}
 		}
 	})
