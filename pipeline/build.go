@@ -9,15 +9,18 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/parley-voice/parley/audio/room"
 	"github.com/parley-voice/parley/clock"
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/engines/llama"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/metrics"
+	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/hold"
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/llm/llamacpp"
 	"github.com/parley-voice/parley/modules/manager"
+	"github.com/parley-voice/parley/modules/source"
 	"go.uber.org/zap"
 )
 
@@ -32,6 +35,10 @@ const (
 	NameTTS     = "tts"
 	NameSpeaker = "speaker"
 	NameConsole = "console"
+	// NameEcho is the simulated laptop of a replay (source.Echo), NameAEC the echo
+	// canceller (modules/aec).
+	NameEcho = "echo"
+	NameAEC  = "aec"
 )
 
 // IO is what differs between live use, replays and tests: where audio comes from and
@@ -54,6 +61,16 @@ type IO struct {
 	SessionDir string
 	// Observers see every update (tests, tools).
 	Observers []iu.Observer
+	// Echo, when set, simulates a laptop: the agent's played audio goes back into the
+	// input through this echo path (source.Echo, between the input and the canceller).
+	// The speaker must report what it plays (speaker.Options.Played).
+	Echo *room.Config
+	// EchoCancel puts the echo canceller (modules/aec, the engine audio.echo_engine
+	// names) on the input's path before the VAD and the recogniser. The speaker must
+	// report what it plays (speaker.Options.Played).
+	EchoCancel bool
+	// EchoDelay is the canceller's delay hint (aec.Config.Delay).
+	EchoDelay time.Duration
 }
 
 // Agent is a built network with the resources behind it.
@@ -65,6 +82,9 @@ type Agent struct {
 	Latencies *manager.LatencyObserver
 	// SessionDir is where the session is saved ("" when it is not).
 	SessionDir string
+	// AEC is the echo canceller (nil when echo is not cancelled); its Cost says what
+	// cancelling cost.
+	AEC *aec.Module
 
 	timeline *iu.Timeline
 	closers  []func() error
@@ -319,6 +339,30 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	net := iu.NewNetwork(opts...)
 	a.Network = net
 	mods := []iu.Module{io.Input, vadMod, asrMod, mgr, llmMod, ttsMod, io.Speaker}
+	// The microphone's path: the input, through the simulated laptop and the echo
+	// canceller when there are, to the VAD and the recogniser.
+	mic := NameInput
+	var micLinks [][2]string
+	if io.Echo != nil {
+		echo, err := source.NewEcho(NameEcho, *io.Echo)
+		if err != nil {
+			return fail(err)
+		}
+		mods = append(mods, echo)
+		micLinks = append(micLinks, [2]string{mic, NameEcho}, [2]string{NameSpeaker, NameEcho})
+		mic = NameEcho
+	}
+	if io.EchoCancel {
+		aecMod, closeAEC, err := openAEC(NameAEC, cfg.Audio.EchoEngine, aec.Config{Delay: io.EchoDelay})
+		if err != nil {
+			return fail(fmt.Errorf("aec: %w", err))
+		}
+		a.closers = append(a.closers, closeAEC)
+		a.AEC = aecMod
+		mods = append(mods, aecMod)
+		micLinks = append(micLinks, [2]string{mic, NameAEC}, [2]string{NameSpeaker, NameAEC})
+		mic = NameAEC
+	}
 	// The speech-producing side: the LLM feeds the TTS directly, or through a module
 	// that holds every clause until the reply is complete (the turn-based baseline).
 	toTTS := NameLLM
@@ -332,8 +376,8 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	if err := net.Add(mods...); err != nil {
 		return fail(err)
 	}
-	links := [][2]string{
-		{NameInput, NameVAD}, {NameInput, NameASR},
+	links := append(micLinks, [][2]string{
+		{mic, NameVAD}, {mic, NameASR},
 		{NameVAD, NameASR}, {NameVAD, NameManager},
 		{NameASR, NameManager},
 		{NameManager, NameLLM}, {NameManager, NameTTS}, {NameManager, NameSpeaker},
@@ -341,7 +385,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		{toTTS, NameTTS},
 		{NameTTS, NameSpeaker}, {NameTTS, NameManager},
 		{NameSpeaker, NameManager}, {NameSpeaker, NameVAD},
-	}
+	}...)
 	if toTTS == NameHold {
 		links = append(links, [2]string{NameLLM, NameHold}, [2]string{NameManager, NameHold})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/logging"
 	"github.com/parley-voice/parley/modelstore"
+	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/tts"
@@ -49,6 +50,22 @@ type AudioConfig struct {
 	OutputLatency time.Duration `yaml:"output_latency"`
 	// InputLatency is the microphone's suggested device latency (0: the device's low latency).
 	InputLatency time.Duration `yaml:"input_latency"`
+	// EchoCancel is auto (the default), on or off: whether the microphone's audio goes
+	// through the echo canceller (modules/aec) before the VAD and the recogniser, so
+	// that the agent does not hear itself through the speakers. Auto cancels live
+	// unless the output is a headset or the sound server already cancels echo, and in
+	// replays when the scenario simulates a laptop (its echo: block). 'agent doctor'
+	// says what auto decides and why.
+	EchoCancel string `yaml:"echo_cancel"`
+	// EchoEngine is the canceller: webrtc (WebRTC's AEC3, the default) or speex
+	// (speexdsp; a fallback that converges more slowly).
+	EchoEngine string `yaml:"echo_engine"`
+}
+
+// EchoCancelMode is the EchoCancel setting (Validate has checked it).
+func (a AudioConfig) EchoCancelMode() aec.Mode {
+	m, _ := aec.ParseMode(a.EchoCancel)
+	return m
 }
 
 // LLMConfig chooses and tunes the language model.
@@ -307,6 +324,14 @@ func (c Config) Validate() error {
 	}
 	if c.Audio.Frame < 0 || c.Audio.OutputLatency < 0 || c.Audio.InputLatency < 0 {
 		add("audio", errors.New("durations must not be negative"))
+	}
+	if _, err := aec.ParseMode(c.Audio.EchoCancel); err != nil {
+		add("audio", err)
+	}
+	switch c.Audio.EchoEngine {
+	case "", "webrtc", "speex":
+	default:
+		add("audio", fmt.Errorf("echo_engine %q (want webrtc or speex)", c.Audio.EchoEngine))
 	}
 	if _, err := logging.ParseModuleLevels(""); err != nil {
 		add("logging", err)

@@ -8,6 +8,7 @@ import (
 	"github.com/parley-voice/parley/clock"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/metrics"
+	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/console"
 	"github.com/parley-voice/parley/modules/mic"
 	"github.com/parley-voice/parley/modules/speaker/portaudio"
@@ -32,6 +33,10 @@ type LiveOptions struct {
 type LiveResult struct {
 	Outcome
 	Duration time.Duration
+	// Echo is whether echo was cancelled and why.
+	Echo EchoSetup
+	// AECCost is what echo cancellation cost (zero when it was off).
+	AECCost aec.Cost
 }
 
 // Live runs the agent on the microphone and the speakers until ctx is cancelled (then
@@ -41,12 +46,21 @@ func Live(ctx context.Context, cfg Config, eng *Engines, opts LiveOptions) (*Liv
 	if err != nil {
 		return nil, err
 	}
-	out, err := portaudio.New(NameSpeaker, portaudio.Config{Device: cfg.Audio.Output, Latency: cfg.Audio.OutputLatency})
+	echo := ResolveEchoCancel(ctx, cfg.Audio)
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log.Info("echo cancellation", zap.Bool("on", echo.Decision.On), zap.String("why", echo.Decision.Reason),
+		zap.String("engine", cfg.Audio.EchoEngine), zap.Strings("unknown", echo.Problems))
+	spkCfg := portaudio.Config{Device: cfg.Audio.Output, Latency: cfg.Audio.OutputLatency}
+	spkCfg.Played = echo.Decision.On
+	out, err := portaudio.New(NameSpeaker, spkCfg)
 	if err != nil {
 		return nil, err
 	}
 	aio := IO{Input: in, Speaker: out, Clock: clock.Real{}, Logger: opts.Logger, Timeline: opts.Timeline,
-		SessionDir: opts.SessionDir, Observers: opts.Observers, OnMetrics: opts.OnMetrics}
+		SessionDir: opts.SessionDir, Observers: opts.Observers, OnMetrics: opts.OnMetrics, EchoCancel: echo.Decision.On}
 	if opts.Console != nil {
 		aio.Console = console.New(NameConsole, opts.Console, opts.ConsoleTTY)
 	}
@@ -60,7 +74,10 @@ func Live(ctx context.Context, cfg Config, eng *Engines, opts LiveOptions) (*Liv
 	if err := agent.Run(ctx); err != nil {
 		return nil, err
 	}
-	res := &LiveResult{Duration: time.Since(began)}
+	res := &LiveResult{Duration: time.Since(began), Echo: echo}
+	if agent.AEC != nil {
+		res.AECCost = agent.AEC.Cost()
+	}
 	if res.Outcome, err = agent.outcome(context.WithoutCancel(ctx)); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/parley-voice/parley/engines/speexdsp"
+	"github.com/parley-voice/parley/engines/webrtcapm"
+	"github.com/parley-voice/parley/modules/aec"
+	"github.com/parley-voice/parley/modules/aec/speex"
+	"github.com/parley-voice/parley/modules/aec/webrtc"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/asr/sphinx"
 	"github.com/parley-voice/parley/modules/asr/whispercpp"
@@ -93,4 +98,28 @@ func openTTS(name string, cfg tts.Config) (*tts.Module, func() error, error) {
 		return nil, nil, err
 	}
 	return m, e.Close, nil
+}
+
+// openAEC makes the echo-cancelling module with the canceller engine names: "webrtc"
+// (WebRTC's AEC3, the default) or "speex".
+func openAEC(name, engine string, cfg aec.Config) (*aec.Module, func() error, error) {
+	var c *aec.Stream
+	var err error
+	switch engine {
+	case "webrtc", "":
+		c, err = webrtc.New(webrtcapm.Config{})
+	case "speex":
+		c, err = speex.New(speexdsp.Config{})
+	default:
+		err = fmt.Errorf("aec: unknown engine %q (want webrtc or speex)", engine)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := aec.New(name, cfg, c)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return m, c.Close, nil
 }

@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/room"
 	"github.com/parley-voice/parley/clock"
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/iu/plot"
 	"github.com/parley-voice/parley/metrics"
+	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/console"
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/recorder"
@@ -42,6 +44,9 @@ type ReplayOptions struct {
 	Logger *zap.Logger
 	// Observers see every update (tests).
 	Observers []iu.Observer
+	// Echo, when set, simulates a laptop with this echo path in place of the
+	// scenario's echo block (tests run every scenario on a laptop this way).
+	Echo *room.Config
 }
 
 // Outcome is what a session left: the conversation as said and heard, its latencies,
@@ -64,6 +69,10 @@ type ReplayResult struct {
 	Outcome
 	OutDir string
 	Wall   time.Duration
+	// EchoCancel says whether the replay cancelled echo, and why (audio.echo_cancel).
+	EchoCancel aec.Decision
+	// AECCost is what echo cancellation cost (zero when it was off).
+	AECCost aec.Cost
 }
 
 // Replay runs the agent on a recording or scenario.
@@ -81,13 +90,20 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 		defer v.Close()
 		clk = v
 	}
-	input, err := source.Open(NameInput, opts.Input, source.Config{FrameDuration: cfg.Audio.Frame})
+	input, echo, err := openReplayInput(opts.Input, source.Config{FrameDuration: cfg.Audio.Frame})
 	if err != nil {
 		return nil, err
 	}
+	if opts.Echo != nil {
+		echo = opts.Echo
+	}
+	// audio.echo_cancel in a replay: auto cancels when the replay simulates a laptop.
+	cancel := aec.DecideReplay(cfg.Audio.EchoCancelMode(), echo != nil)
+	log.Info("echo cancellation", zap.Bool("on", cancel.On), zap.String("why", cancel.Reason), zap.Bool("simulated_laptop", echo != nil))
 	agentWAV := filepath.Join(opts.OutDir, "agent.wav")
 	userWAV := filepath.Join(opts.OutDir, "user.wav")
 	spkCfg := speaker.FileConfig{OutputLatency: cfg.Audio.OutputLatency}
+	spkCfg.Played = cancel.On || echo != nil
 	if opts.Record {
 		spkCfg.Path = agentWAV
 	}
@@ -95,7 +111,13 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	if err != nil {
 		return nil, err
 	}
-	aio := IO{Input: input, Speaker: spk, Clock: clk, Logger: log, SessionDir: filepath.Join(opts.OutDir, "session"), Observers: opts.Observers}
+	aio := IO{Input: input, Speaker: spk, Clock: clk, Logger: log, SessionDir: filepath.Join(opts.OutDir, "session"), Observers: opts.Observers,
+		Echo: echo, EchoCancel: cancel.On}
+	if echo != nil {
+		// The simulated laptop's whole delay lies beyond the speaker's and the input's
+		// timing, as a real device's buffers would not: tell the canceller.
+		aio.EchoDelay = echo.Delay
+	}
 	if opts.Console != nil {
 		aio.Console = console.New(NameConsole, opts.Console, false)
 	}
@@ -113,19 +135,35 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	}
 	defer agent.Close()
 	if opts.Record {
-		rec := recorder.New("user-audio", userWAV, 16)
-		if err := agent.Network.Add(rec); err != nil {
-			return nil, err
+		// user.wav is the recording as it was; mic.wav what the simulated laptop's
+		// microphone picked up, aec.wav what the canceller left of it (what the VAD and
+		// the recogniser heard).
+		type recording struct{ name, from, file string }
+		recs := []recording{{"user-audio", NameInput, userWAV}}
+		if echo != nil {
+			recs = append(recs, recording{"mic-audio", NameEcho, filepath.Join(opts.OutDir, "mic.wav")})
 		}
-		if err := agent.Network.ConnectNames(NameInput, rec.Name()); err != nil {
-			return nil, err
+		if cancel.On {
+			recs = append(recs, recording{"aec-audio", NameAEC, filepath.Join(opts.OutDir, "aec.wav")})
+		}
+		for _, r := range recs {
+			rec := recorder.New(r.name, r.file, 16)
+			if err := agent.Network.Add(rec); err != nil {
+				return nil, err
+			}
+			if err := agent.Network.ConnectNames(r.from, rec.Name()); err != nil {
+				return nil, err
+			}
 		}
 	}
 	began := time.Now()
 	if err := agent.Run(ctx); err != nil {
 		return nil, err
 	}
-	res := &ReplayResult{OutDir: opts.OutDir, Wall: time.Since(began)}
+	res := &ReplayResult{OutDir: opts.OutDir, Wall: time.Since(began), EchoCancel: cancel}
+	if agent.AEC != nil {
+		res.AECCost = agent.AEC.Cost()
+	}
 	if res.Outcome, err = agent.outcome(ctx); err != nil {
 		return nil, err
 	}
@@ -139,6 +177,22 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 		return nil, err
 	}
 	return res, nil
+}
+
+// openReplayInput opens a recording or a scenario (.yaml, .yml), and returns the
+// scenario's echo path when it simulates a laptop.
+func openReplayInput(path string, cfg source.Config) (*source.Source, *room.Config, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml":
+		sc, err := source.LoadScenario(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		src, err := source.NewScenario(NameInput, sc, cfg)
+		return src, sc.Echo, err
+	}
+	src, err := source.NewFile(NameInput, path, cfg)
+	return src, nil, err
 }
 
 // writeReplayFiles writes the listener's mix, the transcript, the metrics and the plot.

@@ -1,0 +1,199 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/room"
+	"github.com/parley-voice/parley/control"
+	"github.com/parley-voice/parley/dialogue"
+	"github.com/parley-voice/parley/internal/testenv"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/source"
+	"github.com/parley-voice/parley/modules/vad"
+)
+
+// laptop is the simulated laptop: 30 ms from the speaker to the microphone,
+// −6 dB, a room with RT60 300 ms.
+var laptop = room.Config{Delay: 30 * time.Millisecond, GainDB: -6, RT60: 300 * time.Millisecond, Seed: 1}
+
+// turnEvents keeps, in the order they were sent, the VAD's speech candidates and the
+// manager's pauses and interrupts, to tell what made the agent stop.
+type turnEvents struct {
+	mu     sync.Mutex
+	events []turnEvent
+}
+
+type turnEvent struct {
+	candidate *vad.Candidate
+	command   *control.Command
+	at        time.Time
+}
+
+func (r *turnEvents) Observe(at time.Time, m iu.Message) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, up := range m.Updates {
+		if up.Type != iu.Add {
+			continue
+		}
+		switch pl := up.IU.Payload.(type) {
+		case vad.Candidate:
+			r.events = append(r.events, turnEvent{candidate: &pl, at: at})
+		case control.Command:
+			if pl.Action == control.Pause || pl.Action == control.Interrupt {
+				r.events = append(r.events, turnEvent{command: &pl, at: at})
+			}
+		}
+	}
+}
+
+// span is where a scenario's recording plays on the replay's timeline.
+type span struct {
+	name, role string
+	from, to   time.Duration
+}
+
+func recordingSpans(t *testing.T, sc *source.Scenario) []span {
+	t.Helper()
+	var spans []span
+	for _, r := range sc.Recordings {
+		f, err := audio.StatWAVFile(r.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spans = append(spans, span{name: r.Name, role: r.Role, from: r.At, to: r.At + f.Duration()})
+	}
+	return spans
+}
+
+// selfInterruptions lists the pauses and interrupts the agent's own voice caused: those
+// whose speech candidate began while no recording of the user was playing (give or
+// take the VAD's padding and the room's reverberation).
+func selfInterruptions(events []turnEvent, spans []span) []string {
+	const margin = 400 * time.Millisecond
+	var out []string
+	var last *vad.Candidate
+	for _, ev := range events {
+		if ev.candidate != nil {
+			last = ev.candidate
+			continue
+		}
+		user := false
+		for _, s := range spans {
+			user = user || last != nil && last.Start >= s.from-margin && last.Start <= s.to+margin
+		}
+		if !user {
+			what := "no speech candidate"
+			if last != nil {
+				what = fmt.Sprintf("speech candidate at %.2fs", last.Start.Seconds())
+			}
+			out = append(out, fmt.Sprintf("%s (%s)", ev.command.Summary(), what))
+		}
+	}
+	return out
+}
+
+// replayOnLaptop replays a scenario on the simulated laptop with echo_cancel set to mode.
+func replayOnLaptop(t *testing.T, cfg Config, scenario, mode string) (*ReplayResult, []turnEvent) {
+	t.Helper()
+	cfg.Audio.EchoCancel = mode
+	eng, err := LoadEngines(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	rec := &turnEvents{}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var console strings.Builder
+	echo := laptop
+	res, err := Replay(ctx, cfg, eng, ReplayOptions{Input: scenario, OutDir: t.TempDir(), Console: &console, Observers: []iu.Observer{rec}, Echo: &echo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("echo_cancel %s (%s):\n%s", mode, res.EchoCancel, console.String())
+	if res.EchoCancel.On != (mode == "on") {
+		t.Fatalf("echo_cancel %s: the replay decided %v", mode, res.EchoCancel)
+	}
+	return res, rec.events
+}
+
+// TestReplayEchoOnEveryScenario replays every scenario of the project's set
+// (configs/scenarios) on a simulated laptop whose microphone hears its speakers (30 ms,
+// −6 dB, RT60 300 ms) with the real engines. Without echo cancellation the agent
+// interrupts itself: the VAD hears its voice and the manager pauses or interrupts its
+// own turn. With it, nothing but the user's recordings makes the agent stop, every user
+// turn comes from a recording, and a barge-in recording that starts while the agent
+// speaks still interrupts it.
+func TestReplayEchoOnEveryScenario(t *testing.T) {
+	cfg := demoConfig(t)
+	scenarios, err := filepath.Glob(filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "*.yaml"))
+	if err != nil || len(scenarios) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	bargeIns := 0
+	for _, path := range scenarios {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			sc, err := source.LoadScenario(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spans := recordingSpans(t, sc)
+
+			_, events := replayOnLaptop(t, cfg, path, "off")
+			self := selfInterruptions(events, spans)
+			if len(self) == 0 {
+				t.Errorf("echo_cancel off: the agent never interrupted itself")
+			}
+			t.Logf("echo_cancel off: %d self-interruptions, the first %q", len(self), self[:min(len(self), 1)])
+
+			res, events := replayOnLaptop(t, cfg, path, "on")
+			if self := selfInterruptions(events, spans); len(self) > 0 {
+				t.Errorf("echo_cancel on: the agent interrupted itself: %q", self)
+			}
+			t.Logf("echo canceller: %.2f%% of real time (%v for %v of audio)",
+				100*res.AECCost.RTF(), res.AECCost.Processing, res.AECCost.Audio)
+			// Every user turn comes from a recording, none from the agent's echo.
+			for _, e := range res.Transcript {
+				if e.Speaker != dialogue.User {
+					continue
+				}
+				inside := false
+				for _, s := range spans {
+					inside = inside || e.Start >= s.from-400*time.Millisecond && e.Start <= s.to
+				}
+				if !inside {
+					t.Errorf("echo_cancel on: a user turn %q at %v that no recording says", e.Text, e.Start)
+				}
+			}
+			// A barge-in recording that starts while the agent is heard stops it.
+			for _, s := range spans {
+				if s.role != "barge-in" {
+					continue
+				}
+				for _, e := range res.Transcript {
+					if e.Speaker != dialogue.Agent || e.Start > s.from || e.End <= s.from {
+						continue
+					}
+					bargeIns++
+					if !e.Interrupted || e.End > s.to {
+						t.Errorf("echo_cancel on: the barge-in %s at %v did not interrupt agent turn %d %q (%v–%v)",
+							s.name, s.from, e.TurnID, e.FullText, e.Start, e.End)
+					} else {
+						t.Logf("echo_cancel on: the barge-in %s at %v interrupted agent turn %d after %v", s.name, s.from, e.TurnID, e.End-s.from)
+					}
+				}
+			}
+		})
+	}
+	if bargeIns == 0 {
+		t.Error("no scenario has a barge-in over the agent: the barge-in check was never made")
+	}
+}
