@@ -100,19 +100,21 @@ func openTTS(name string, cfg tts.Config) (*tts.Module, func() error, error) {
 	return m, e.Close, nil
 }
 
-// openAEC makes the echo-cancelling module with the canceller engine names: "webrtc"
-// (WebRTC's AEC3, the default) or "speex".
-func openAEC(name, engine string, cfg aec.Config) (*aec.Module, func() error, error) {
-	var c *aec.Stream
-	var err error
+// openCanceller opens the echo canceller engine names: "webrtc" (WebRTC's AEC3, the
+// default) or "speex".
+func openCanceller(engine string) (*aec.Stream, error) {
 	switch engine {
 	case "webrtc", "":
-		c, err = webrtc.New(webrtcapm.Config{})
+		return webrtc.New(webrtcapm.Config{})
 	case "speex":
-		c, err = speex.New(speexdsp.Config{})
-	default:
-		err = fmt.Errorf("aec: unknown engine %q (want webrtc or speex)", engine)
+		return speex.New(speexdsp.Config{})
 	}
+	return nil, fmt.Errorf("aec: unknown engine %q (want webrtc or speex)", engine)
+}
+
+// openAEC makes the echo-cancelling module around the engine's canceller.
+func openAEC(name, engine string, cfg aec.Config) (*aec.Module, func() error, error) {
+	c, err := openCanceller(engine)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -122,4 +124,14 @@ func openAEC(name, engine string, cfg aec.Config) (*aec.Module, func() error, er
 		return nil, nil, err
 	}
 	return m, c.Close, nil
+}
+
+// CheckAECEngine opens and closes the echo canceller engine names, to tell whether it
+// works here ('agent doctor').
+func CheckAECEngine(engine string) error {
+	c, err := openCanceller(engine)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }

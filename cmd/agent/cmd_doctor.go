@@ -75,6 +75,9 @@ func runDoctor(ctx context.Context, a *app, args []string) error {
 	audio, devices := audioChecks()
 	section("audio", audio)
 	printDevices(a.stdout, devices)
+	if cfgErr == nil {
+		section("echo cancellation", echoChecks(ctx, cfg))
+	}
 	if failed > 0 {
 		return fmt.Errorf("%d check(s) failed; see the fixes above", failed)
 	}
@@ -212,6 +215,36 @@ func audioChecks() ([]check, []device.Info) {
 		check{ok: out > 0, warn: true, name: "output devices", detail: fmt.Sprint(out) + " (needed by 'agent live' only)", fix: fix},
 	)
 	return checks, devices
+}
+
+// echoChecks says whether a live session would cancel echo (audio.echo_cancel) and
+// why, and whether the canceller's engine works.
+func echoChecks(ctx context.Context, cfg pipeline.Config) []check {
+	engine := cfg.Audio.EchoEngine
+	if engine == "" {
+		engine = "webrtc"
+	}
+	s := pipeline.ResolveEchoCancel(ctx, cfg.Audio)
+	state := "off"
+	if s.Decision.On {
+		state = "on, engine " + engine
+	}
+	checks := []check{{ok: true, name: "echo_cancel", detail: fmt.Sprintf("%s → %s: %s", cfg.Audio.EchoCancelMode(), state, s.Decision.Reason)}}
+	if s.Server != "" {
+		checks = append(checks, check{ok: true, name: "sound server", detail: fmt.Sprintf("%s; output %s; input %s",
+			s.Server, strings.Join(s.Devices.Output.Names, " / "), strings.Join(s.Devices.Input.Names, " / "))})
+	}
+	for _, p := range s.Problems {
+		checks = append(checks, check{warn: true, name: "echo_cancel", detail: "decided without knowing: " + p,
+			fix: "set audio.echo_cancel to on (laptop speakers) or off (a headset) in the config"})
+	}
+	if err := pipeline.CheckAECEngine(engine); err != nil {
+		checks = append(checks, check{name: "echo canceller", detail: err.Error(),
+			fix: "install webrtc-audio-processing (Debian: libwebrtc-audio-processing-dev), or set audio.echo_engine: speex"})
+	} else {
+		checks = append(checks, check{ok: true, name: "echo canceller", detail: engine + " opens"})
+	}
+	return checks
 }
 
 func printDevices(w io.Writer, devices []device.Info) {

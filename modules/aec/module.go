@@ -165,7 +165,7 @@ func (m *Module) Cost() Cost {
 
 // Run implements iu.Module.
 func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
-	m.c.SetDelay(m.cfg.Delay)
+	m.c.SetDelay(m.cfg.Delay + earlyBy)
 	lat := audio.DurationToSamples(m.c.Latency(), Rate)
 	if ls, ok := m.c.(interface{ LatencySamples() int }); ok {
 		lat = int64(ls.LatencySamples())
@@ -183,12 +183,12 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 }
 
 // Placing the played stream (see place): averages run over the last averaging frames or
-// IUs; while the reference is silent the stream moves when it is quietMove samples off,
-// otherwise when it is driftTolerance off.
+// IUs; the stream is placed earlyBy ahead of the timing, and moved when the timing
+// drifts by more than driftTolerance.
 const (
 	averaging      = 32
-	quietMove      = Rate / 1000
-	driftTolerance = 40 * time.Millisecond
+	earlyBy        = 10 * time.Millisecond
+	driftTolerance = 250 * time.Millisecond
 	// maxStash bounds the played audio kept before the first microphone frame says
 	// where the microphone's timeline lies.
 	maxStash = 5 * time.Second
@@ -231,6 +231,7 @@ type runner struct {
 	offset   int64
 	estimate float64
 	placedN  int
+	locked   bool // the stream is fixed: the reference has held sound
 	stash    []audio.Frame
 	stashT   []time.Time
 
@@ -394,21 +395,24 @@ func (r *runner) played(f audio.Frame, heard time.Time) {
 }
 
 // place updates the played stream's offset with what one played IU's timing says it
-// is. The first IU places the stream; later ones refine an average, to which the
-// stream moves while the reference is silent (nothing to misplace), and otherwise only
-// when it has drifted by more than driftTolerance.
+// is (quiet: the IU and the reference not yet rendered are silence). While everything
+// played so far was silence the stream follows the timing's average, since there is
+// nothing to misplace; the first sound fixes it. Afterwards it moves only when the
+// average has drifted by more than driftTolerance: smaller changes of the echo's delay
+// are the engine's to follow (AEC3 tracks them), and every move would make it adapt
+// anew. The stream is placed early by earlyBy, so that a timing a little off never puts
+// the reference after its echo.
 func (r *runner) place(offset float64, quiet bool) {
 	r.placedN++
 	if r.placedN == 1 {
-		r.estimate, r.offset = offset, int64(math.Round(offset))
-		return
+		r.estimate = offset
+	} else {
+		r.estimate += (offset - r.estimate) / float64(min(r.placedN, averaging))
 	}
-	r.estimate += (offset - r.estimate) / float64(min(r.placedN, averaging))
-	est := int64(math.Round(r.estimate))
+	est := int64(math.Round(r.estimate)) - audio.DurationToSamples(earlyBy, Rate)
 	switch d := est - r.offset; {
-	case d == 0:
-	case quiet && abs(d) >= quietMove:
-		r.offset = est
+	case !r.locked:
+		r.offset, r.locked = est, !quiet
 	case abs(d) > audio.DurationToSamples(driftTolerance, Rate):
 		r.log.Info("played audio realigned with the microphone's clock", zap.Duration("by", audio.SamplesToDuration(d, Rate)))
 		r.offset = est
@@ -437,7 +441,7 @@ func (r *runner) process(ctx context.Context, force bool) error {
 			}
 			// A new capture has its own clock: place the played stream afresh.
 			r.rendered, r.ref, r.skip, r.flushed = q.f.Start, nil, r.lat, false
-			r.epochN, r.placedN = 0, 0
+			r.epochN, r.placedN, r.locked = 0, 0, false
 			r.queue = r.queue[1:]
 			continue
 		}

@@ -1,0 +1,368 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/control"
+	"github.com/parley-voice/parley/internal/pulsetest"
+	"github.com/parley-voice/parley/internal/testenv"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/manager"
+	"github.com/parley-voice/parley/modules/speaker"
+	"github.com/parley-voice/parley/modules/vad"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+)
+
+// liveLaptop watches a live session for the test's driver: when the microphone
+// delivers, what the speaker plays, the agent's finished turns, and what made the agent
+// stop (the VAD's candidates, mapped to wall-clock time through the microphone's
+// capture times, and the manager's pauses and interrupts).
+type liveLaptop struct {
+	listening chan struct{}
+	once      sync.Once
+	turns     chan manager.AgentTurn
+	playing   chan time.Duration // Pos of the speaker's playing reports
+
+	mu        sync.Mutex
+	audio     map[string][]float32 // the microphone's and the canceller's audio, for a failing test to write out
+	micStart  int64                // stream position and capture time of a microphone frame
+	micTime   time.Time
+	candidate time.Time // when the last speech candidate began, on the wall clock
+	stops     []stop    // the manager's pauses and interrupts
+}
+
+type stop struct {
+	command control.Command
+	cause   time.Time // the speech candidate's onset (zero: none)
+}
+
+func newLiveLaptop() *liveLaptop {
+	return &liveLaptop{listening: make(chan struct{}), turns: make(chan manager.AgentTurn, 64), playing: make(chan time.Duration, 1),
+		audio: map[string][]float32{}}
+}
+
+func (l *liveLaptop) Observe(_ time.Time, m iu.Message) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, up := range m.Updates {
+		if up.Type != iu.Add {
+			continue
+		}
+		switch pl := up.IU.Payload.(type) {
+		case audio.Frame:
+			if a := l.audio[m.From]; pl.Start >= int64(len(a)) {
+				l.audio[m.From] = append(append(a, make([]float32, pl.Start-int64(len(a)))...), pl.Samples...)
+			}
+			if m.From == NameInput && !pl.Captured.IsZero() && l.micTime.IsZero() {
+				l.micStart, l.micTime = pl.Start, pl.Captured
+				l.once.Do(func() { close(l.listening) })
+			}
+		case vad.Candidate:
+			l.candidate = l.micTime.Add(pl.Start - audio.SamplesToDuration(l.micStart, audio.PipelineRate))
+		case control.Command:
+			if pl.Action == control.Pause || pl.Action == control.Interrupt {
+				l.stops = append(l.stops, stop{command: pl, cause: l.candidate})
+			}
+		case manager.AgentTurn:
+			select {
+			case l.turns <- pl:
+			default:
+			}
+		case speaker.Progress:
+			if pl.State == speaker.Playing {
+				select { // keep only the latest
+				case <-l.playing:
+				default:
+				}
+				l.playing <- pl.Pos
+			}
+		}
+	}
+}
+
+// dump writes the audio the session heard, when the test failed.
+func (l *liveLaptop) dump(t *testing.T) {
+	if !t.Failed() {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for from, a := range l.audio {
+		path := filepath.Join(os.TempDir(), "parley-live-echo-"+from+".wav")
+		if err := audio.WriteWAVFile(path, audio.Frame{Samples: a, Rate: audio.PipelineRate, Channels: 1}, 16); err == nil {
+			t.Logf("%s's audio written to %s", from, path)
+		}
+	}
+}
+
+// selfStops returns the stops whose speech began while none of the user's recordings
+// played (spans on the wall clock, from paplay's start to the end of the recording's
+// way to the microphone).
+func (l *liveLaptop) selfStops(spans [][2]time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, s := range l.stops {
+		user := false
+		for _, sp := range spans {
+			user = user || !s.cause.Before(sp[0]) && !s.cause.After(sp[1])
+		}
+		if !user {
+			out = append(out, fmt.Sprintf("%s (speech from %s)", s.command.Summary(), s.cause.Format("15:04:05.000")))
+		}
+	}
+	return out
+}
+
+// laptopServer is a private sound server wired like a laptop: the agent plays into
+// agent_out, whose sound reaches the microphone (the room sink's monitor) through a
+// loopback with a latency, where the user's recordings are played too.
+func laptopServer(t *testing.T) (*pulsetest.Server, pulsetest.Sink) {
+	t.Helper()
+	srv := pulsetest.New(t)
+	ctx := context.Background()
+	room := srv.NullSink(t, "room", pulsetest.SinkOptions{Rate: 16000, Channels: 1})
+	out := srv.NullSink(t, "agent_out", pulsetest.SinkOptions{Rate: 48000, Channels: 2})
+	if _, err := srv.Pactl(ctx, "load-module", "module-loopback", "source="+out.Monitor, "sink="+room.Name,
+		"latency_msec=30", "adjust_time=0", "source_dont_move=true", "sink_dont_move=true"); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.SetDefaultSource(ctx, room.Monitor); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.SetDefaultSink(ctx, out.Name); err != nil {
+		t.Fatal(err)
+	}
+	return srv, room
+}
+
+// liveOnLaptop runs a live session on the laptop server and talks to the agent: a
+// question, a second question once the agent has answered the first, and a barge-in
+// once the agent has spoken half a second of its second answer. It returns when the
+// agent answered the barge-in, or earlier when stopAfterFirst says so (after the first
+// stop or agent turn). It returns the session, the recordings' wall-clock spans and
+// the watcher.
+func liveOnLaptop(t *testing.T, cfg Config, eng *Engines, srv *pulsetest.Server, room pulsetest.Sink, stopAfterFirst bool) (*LiveResult, [][2]time.Time, *liveLaptop) {
+	t.Helper()
+	shared := testenv.SharedDir(t)
+	question := filepath.Join(shared, "audio", "v2j_what_time_is_it.wav")
+	second := filepath.Join(shared, "audio", "v2j_turn_on_living_room_lamp.wav")
+	bargeIn := filepath.Join(shared, "audio", "goforward.wav")
+	ctx, stopSession := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer stopSession()
+	watch := newLiveLaptop()
+	var spans [][2]time.Time
+	var driverErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer stopSession()
+		fail := func(format string, args ...any) { driverErr = fmt.Errorf(format, args...) }
+		// wait waits for the next agent turn, generously: the machine may be loaded.
+		wait := func() (manager.AgentTurn, bool) {
+			select {
+			case a := <-watch.turns:
+				return a, true
+			case <-time.After(60 * time.Second):
+				return manager.AgentTurn{}, false
+			case <-ctx.Done():
+				return manager.AgentTurn{}, false
+			}
+		}
+		// play plays a recording into the room and notes when it could be heard.
+		play := func(path string) *pulsetest.Process {
+			p, err := srv.StartPlay(ctx, room.Name, path)
+			if err != nil {
+				fail("playing %s: %v", path, err)
+				return nil
+			}
+			spans = append(spans, [2]time.Time{time.Now(), {}})
+			return p
+		}
+		ended := func(p *pulsetest.Process) {
+			if p != nil {
+				_ = p.Wait()
+				// The recording's last samples reach the microphone after paplay's and
+				// the server's buffers.
+				spans[len(spans)-1][1] = time.Now().Add(time.Second)
+			}
+		}
+		select {
+		case <-watch.listening:
+		case <-time.After(60 * time.Second):
+			fail("the microphone delivers nothing")
+			return
+		}
+		ended(play(question))
+		first, ok := wait()
+		if !ok || stopAfterFirst {
+			if !ok {
+				fail("no answer to the first question")
+			}
+			return
+		}
+		if first.Interrupted {
+			fail("the first answer was interrupted: %s", first.Summary())
+			return
+		}
+		ended(play(second))
+		// Barge in once the second answer has been heard for half a second.
+		var from time.Duration = -1
+	listen:
+		for {
+			select {
+			case pos := <-watch.playing:
+				if from < 0 {
+					from = pos
+				} else if pos-from >= 500*time.Millisecond {
+					break listen
+				}
+			case a := <-watch.turns:
+				fail("the second answer ended before the barge-in: %s", a.Summary())
+				return
+			case <-time.After(60 * time.Second):
+				fail("the agent never answered the second question")
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+		ended(play(bargeIn))
+		for {
+			a, ok := wait()
+			if !ok {
+				fail("no reply to the barge-in")
+				return
+			}
+			if a.InReplyTo > first.InReplyTo+1 && !a.Interrupted {
+				return // the barge-in was answered
+			}
+		}
+	}()
+	cfg.Audio.Input, cfg.Audio.Output = "pulse", "pulse"
+	var console strings.Builder
+	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
+	res, err := Live(ctx, cfg, eng, LiveOptions{Console: &console, SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{watch}, Logger: log})
+	<-done
+	t.Cleanup(func() { watch.dump(t) })
+	t.Logf("echo cancellation %v; conversation:\n%s", res.Echo.Decision, console.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if driverErr != nil {
+		t.Fatal(driverErr)
+	}
+	return res, spans, watch
+}
+
+// TestLiveEchoThroughPulseAudio runs the live agent (PortAudio microphone and speaker)
+// on a real PulseAudio server wired like a laptop: what the agent plays comes back into
+// the microphone through a loopback (30 ms, full level), where the user's recordings
+// are played as well. With the echo canceller the agent answers a question without
+// stopping for its own voice, and a barge-in over its next answer stops it. Without,
+// it stops for its own voice. With PulseAudio's own module-echo-cancel as the
+// microphone, echo_cancel auto leaves the cancelling to the server.
+func TestLiveEchoThroughPulseAudio(t *testing.T) {
+	cfg := demoConfig(t)
+	cfg.LLM.MaxTokens = 48 // a long answer, to hear much of the agent's echo
+	eng, err := LoadEngines(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+
+	t.Run("echo_cancel on", func(t *testing.T) {
+		srv, room := laptopServer(t)
+		cfg := cfg
+		cfg.Audio.EchoCancel = "auto" // the null sink is no headset: auto cancels
+		res, spans, watch := liveOnLaptop(t, cfg, eng, srv, room, false)
+		if !res.Echo.Decision.On {
+			t.Fatalf("auto decided %v on a laptop-like server", res.Echo)
+		}
+		if self := watch.selfStops(spans); len(self) > 0 {
+			t.Errorf("the agent stopped for its own voice: %q", self)
+		}
+		interrupted := 0
+		for _, e := range res.Transcript {
+			if e.Interrupted {
+				interrupted++
+			}
+		}
+		if interrupted != 1 {
+			t.Errorf("%d interrupted agent turns, want 1 (the barge-in's)", interrupted)
+		}
+		t.Logf("echo canceller: %.2f%% of real time (%v for %v of audio)", 100*res.AECCost.RTF(), res.AECCost.Processing, res.AECCost.Audio)
+	})
+
+	t.Run("echo_cancel off", func(t *testing.T) {
+		srv, room := laptopServer(t)
+		cfg := cfg
+		cfg.Audio.EchoCancel = "off"
+		_, spans, watch := liveOnLaptop(t, cfg, eng, srv, room, true)
+		if self := watch.selfStops(spans); len(self) == 0 {
+			t.Errorf("without the canceller the agent never stopped for its own voice: the loopback carries no echo")
+		} else {
+			t.Logf("without the canceller: %q", self)
+		}
+	})
+}
+
+// TestResolveEchoCancelWithPulseAudio: what echo_cancel auto decides for the devices a
+// real PulseAudio server leads "pulse" to.
+func TestResolveEchoCancelWithPulseAudio(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, srv *pulsetest.Server)
+		on    bool
+		why   string
+	}{
+		{name: "speakers", on: true, why: "may reach the microphone", setup: func(t *testing.T, srv *pulsetest.Server) {
+			out := srv.NullSink(t, "speakers", pulsetest.SinkOptions{})
+			mustPactl(t, srv, "set-default-sink", out.Name)
+			mustPactl(t, srv, "set-default-source", out.Monitor)
+		}},
+		{name: "headset", on: false, why: "headset", setup: func(t *testing.T, srv *pulsetest.Server) {
+			out := srv.NullSink(t, "usb_headset", pulsetest.SinkOptions{})
+			mustPactl(t, srv, "set-default-sink", out.Name)
+			mustPactl(t, srv, "set-default-source", out.Monitor)
+		}},
+		{name: "module-echo-cancel", on: false, why: "already cancels", setup: func(t *testing.T, srv *pulsetest.Server) {
+			room := srv.NullSink(t, "room", pulsetest.SinkOptions{Rate: 16000, Channels: 1})
+			out := srv.NullSink(t, "speakers", pulsetest.SinkOptions{})
+			mustPactl(t, srv, "load-module", "module-echo-cancel", "source_master="+room.Monitor, "sink_master="+out.Name)
+			mustPactl(t, srv, "set-default-sink", out.Name+".echo-cancel")
+			mustPactl(t, srv, "set-default-source", room.Monitor+".echo-cancel")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := pulsetest.New(t)
+			tc.setup(t, srv)
+			s := ResolveEchoCancel(ctx, AudioConfig{Input: "pulse", Output: "pulse"})
+			t.Logf("%v; server %s; devices %+v; problems %q", s.Decision, s.Server, s.Devices, s.Problems)
+			if s.Decision.On != tc.on || !strings.Contains(s.Decision.Reason, tc.why) || s.Server == "" || len(s.Problems) > 0 {
+				t.Errorf("decided %v (server %q, problems %q), want on %v because %q", s.Decision, s.Server, s.Problems, tc.on, tc.why)
+			}
+		})
+	}
+	// A setting other than auto asks no one.
+	if s := ResolveEchoCancel(ctx, AudioConfig{EchoCancel: "off"}); s.Decision.On || s.Server != "" {
+		t.Errorf("echo_cancel off: %+v", s)
+	}
+}
+
+func mustPactl(t *testing.T, srv *pulsetest.Server, args ...string) {
+	t.Helper()
+	if _, err := srv.Pactl(context.Background(), args...); err != nil {
+		t.Fatal(err)
+	}
+}
