@@ -26,7 +26,7 @@ import (
 )
 
 // demoConfig loads configs/demo.yaml: Silero VAD, pocketsphinx, stories260K, espeak-ng.
-func demoConfig(t *testing.T) Config {
+func demoConfig(t testing.TB) Config {
 	t.Helper()
 	shared := testenv.SharedDir(t)
 	t.Setenv("PARLEY_SHARED", shared)

@@ -15,6 +15,7 @@ import (
 	"github.com/parley-voice/parley/internal/pulsetest"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/vad"
@@ -38,6 +39,7 @@ type liveLaptop struct {
 	micTime   time.Time
 	candidate time.Time // when the last speech candidate began, on the wall clock
 	stops     []stop    // the manager's pauses and interrupts
+	statuses  []string
 }
 
 type stop struct {
@@ -72,6 +74,16 @@ func (l *liveLaptop) Observe(_ time.Time, m iu.Message) {
 			if pl.Action == control.Pause || pl.Action == control.Interrupt {
 				l.stops = append(l.stops, stop{command: pl, cause: l.candidate})
 			}
+		case aec.Status:
+			l.statuses = append(l.statuses, pl.Summary())
+		case speaker.Played:
+			// The played audio where its timing puts it on the microphone's timeline.
+			if !l.micTime.IsZero() {
+				at := l.micStart + audio.DurationToSamples(pl.Heard.Sub(l.micTime), audio.PipelineRate)
+				if a := l.audio["played"]; at >= 0 && at >= int64(len(a)) {
+					l.audio["played"] = append(append(a, make([]float32, at-int64(len(a)))...), pl.Audio.Samples...)
+				}
+			}
 		case manager.AgentTurn:
 			select {
 			case l.turns <- pl:
@@ -96,6 +108,7 @@ func (l *liveLaptop) dump(t *testing.T) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	t.Logf("canceller:\n%s", strings.Join(l.statuses, "\n"))
 	for from, a := range l.audio {
 		path := filepath.Join(os.TempDir(), "parley-live-echo-"+from+".wav")
 		if err := audio.WriteWAVFile(path, audio.Frame{Samples: a, Rate: audio.PipelineRate, Channels: 1}, 16); err == nil {

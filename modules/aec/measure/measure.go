@@ -167,7 +167,7 @@ func Run(c aec.Canceller, s Scene) (Result, error) {
 	lat := int(audio.DurationToSamples(c.Latency(), aec.Rate))
 	aligned := make([]float32, n)
 	copy(aligned, out[lat:])
-	r := analyse(echo, near, mic, aligned)
+	r := Analyse(echo, near, mic, aligned)
 	r.Stats = c.Stats()
 	r.Mic, r.Out = mic, aligned
 	return r, nil
@@ -213,7 +213,12 @@ func dot(a, b []float32) float64 {
 	return e
 }
 
-func analyse(echo, near, mic, out []float32) Result {
+// Analyse rates a canceller's output against the signals it came from: echo is the echo
+// alone at the microphone, near the user's voice alone, mic what the microphone picked
+// up, and out the canceller's output aligned with mic (its latency removed), all as
+// long as echo. Run uses it; it serves output recorded elsewhere too (a replay through
+// the pipeline). Result.Stats, Mic and Out are left empty.
+func Analyse(echo, near, mic, out []float32) Result {
 	w := windowLen()
 	var r Result
 	var topEcho, topNear float64
