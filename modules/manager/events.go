@@ -84,6 +84,10 @@ type AudioHeard struct {
 	Playing, Tail bool
 	// Finished is set when the speaker heard the turn's last chunk to its end.
 	Finished bool
+	// ClausesHeard is n when clause n-1's last chunk was heard to its end (0: no such
+	// news). A reply cut short (a failure, the token limit) has no chunk marked last:
+	// its turn is over once every committed clause was heard.
+	ClausesHeard int
 	// Stopped is set on the speaker's final report after an interrupt.
 	Stopped bool
 	// Pos is the report's time on the session's timeline: now while playing, when the

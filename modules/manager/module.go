@@ -289,6 +289,9 @@ func (c *conversation) progress(ctx context.Context, pr speaker.Progress) error 
 		Stopped:  pr.State == speaker.Stopped && !pr.Tail,
 		Pos:      pr.Pos,
 	}
+	if pr.Finished() && chunk.LastOfClause && pr.Heard != "" {
+		h.ClausesHeard = chunk.ClauseID + 1
+	}
 	if t := pr.Text; t != nil {
 		h.Heard = &HeardWord{ClauseID: t.ClauseID, Start: t.Start, End: t.End, Fraction: t.Fraction}
 	}
