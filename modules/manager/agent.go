@@ -15,6 +15,8 @@ type agentTurn struct {
 	inReplyTo int
 	// fixedText is what a re-engagement says instead of a generated reply.
 	fixedText string
+	// prepared: the reply was prepared before the user's turn ended, and confirmed.
+	prepared bool
 
 	replied bool // the LLM's Reply arrived (a re-engagement's fixed text counts)
 	reply   Reply

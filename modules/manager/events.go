@@ -46,9 +46,10 @@ type EndOfTurn struct {
 }
 
 // Words is the ASR's current hypothesis for the utterance in progress: the words stable
-// enough to count.
+// enough to count for a barge-in, and all of them (what a reply is prepared for).
 type Words struct {
 	Words []string
+	All   []string
 }
 
 // Utterance is the user's final, committed utterance.
@@ -117,6 +118,8 @@ type Action struct {
 	Pause      *ControlTurn
 	Resume     *ControlTurn
 	Interrupt  *ControlTurn
+	Prepare    *Prepare
+	Withdraw   *ControlTurn
 	AppendUser *AppendUser
 	CloseAgent *CloseAgent
 	Say        *Say
@@ -127,6 +130,14 @@ type Action struct {
 type Respond struct {
 	TurnID int
 	Reason string
+}
+
+// Prepare asks for agent turn TurnID ahead, as the reply to the user's words Text,
+// before the user's turn surely ended: the reply stays unheard until a Respond for the
+// same turn confirms it, or a Withdraw drops it.
+type Prepare struct {
+	TurnID int
+	Text   string
 }
 
 // ControlTurn names the agent turn a pause, resume or interrupt is about.
