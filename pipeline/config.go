@@ -16,6 +16,7 @@ import (
 	"github.com/parley-voice/parley/config"
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/dialogue/manager"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/logging"
 	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/asr"
@@ -168,7 +169,7 @@ var ErrInvalidConfig = errors.New("invalid configuration")
 // line); ${VAR} and $VAR in paths are expanded, and relative paths are taken from the
 // file's directory.
 func Load(path string, base Config) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := regularfile.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
