@@ -384,6 +384,11 @@ type SinkOptions struct {
 	// Description is what the server shows people ("WH-1000XM4 headset"); the sink's
 	// name when empty.
 	Description string
+	// Rewinds keeps the null sink as PulseAudio makes it by default (module-always-sink's
+	// auto_null, for one): rewinding, and while nothing plays, running at its two-second
+	// maximum latency, so that its monitor delivers the first audio of a new recording
+	// only about two seconds later. LoadNullSink's own default is norewinds=1.
+	Rewinds bool
 }
 
 // LoadNullSink adds a null sink called name.
@@ -397,8 +402,11 @@ func (s *Server) LoadNullSink(ctx context.Context, name string, opts SinkOptions
 	if desc == "" {
 		desc = name
 	}
-	args := []string{"load-module", "module-null-sink", "sink_name=" + name, "norewinds=1",
+	args := []string{"load-module", "module-null-sink", "sink_name=" + name,
 		"sink_properties=" + descriptionProperty(desc)}
+	if !opts.Rewinds {
+		args = append(args, "norewinds=1")
+	}
 	if opts.Rate > 0 {
 		args = append(args, "rate="+strconv.Itoa(opts.Rate))
 	}
