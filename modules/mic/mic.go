@@ -38,8 +38,9 @@ import (
 
 // Config configures the microphone.
 type Config struct {
-	// Device names the input device: a name, a case-insensitive part of one, or an
-	// index from 'agent devices' (see device.Select); empty for the default input.
+	// Device names the input device: a name, a case-insensitive part of one, an index
+	// from 'agent devices', or one of the sound server's sources by name or description
+	// (see device.SelectFrom); empty for the default input.
 	Device string `yaml:"device" json:"device"`
 	// Rate is the capture rate; 0 for the device's default (native) rate.
 	Rate int `yaml:"rate" json:"rate"`
