@@ -53,7 +53,7 @@ type Model struct {
 // (engines/ggml.LoadBackends); without them libwhisper aborts the process.
 func LoadModel(path string, p ModelParams) (*Model, error) {
 	if err := regularfile.Check(path); err != nil {
-		return nil, fmt.Errorf("whisper: load model: %w", err)
+		return nil, fmt.Errorf("whisper: load model: %w: %w", ErrLoad, err)
 	}
 	cp := C.whisper_context_default_params()
 	cp.use_gpu = C.bool(p.UseGPU)

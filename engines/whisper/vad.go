@@ -46,7 +46,7 @@ type VAD struct {
 // loaded first (engines/ggml.LoadBackends).
 func NewVAD(modelPath string, p VADParams) (*VAD, error) {
 	if err := regularfile.Check(modelPath); err != nil {
-		return nil, fmt.Errorf("whisper: load VAD model: %w", err)
+		return nil, fmt.Errorf("whisper: load VAD model: %w: %w", ErrLoad, err)
 	}
 	cp := C.whisper_vad_default_context_params()
 	cp.n_threads = C.int(max(p.Threads, 1))
