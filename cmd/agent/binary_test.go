@@ -80,8 +80,7 @@ type agentProcess struct {
 	lines  chan string     // standard error, closed at its end
 	stderr strings.Builder
 	mu     sync.Mutex
-	done   chan struct{}
-	err    error
+	done   chan struct{} // closed when the process has ended (its state is in cmd.ProcessState)
 }
 
 // startAgent starts the agent binary with env in the module root; stdin is what the
@@ -115,7 +114,7 @@ func startAgent(t *testing.T, env []string, stdin *os.File, args ...string) *age
 			}
 		}
 		close(p.lines)
-		p.err = cmd.Wait()
+		_ = cmd.Wait() // the exit status is read from cmd.ProcessState
 		close(p.done)
 	}()
 	t.Cleanup(func() {
