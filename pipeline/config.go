@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/dialogue"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/logging"
 	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/asr"
@@ -194,7 +195,7 @@ var ErrInvalidConfig = errors.New("invalid configuration")
 // line); ${VAR} and $VAR in paths are expanded, and relative paths are taken from the
 // file's directory.
 func Load(path string, base Config) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := regularfile.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
