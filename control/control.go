@@ -18,6 +18,13 @@ const (
 	// Interrupt ends turn TurnID at once: the LLM stops generating, the TTS drops what it
 	// has not synthesised, and the speaker flushes and reports what was last heard.
 	Interrupt
+	// Prepare asks the LLM to generate agent turn TurnID ahead, from the user's words so
+	// far (Text), while the user's turn may not be over: its clauses and audio stay
+	// tentative (the speaker holds them) until a Respond for the same turn confirms
+	// them, or a Withdraw drops them unheard.
+	Prepare
+	// Withdraw drops prepared turn TurnID: everything of it is revoked.
+	Withdraw
 )
 
 func (a Action) String() string {
@@ -30,6 +37,10 @@ func (a Action) String() string {
 		return "resume"
 	case Interrupt:
 		return "interrupt"
+	case Prepare:
+		return "prepare"
+	case Withdraw:
+		return "withdraw"
 	}
 	return fmt.Sprintf("action(%d)", uint8(a))
 }
@@ -41,6 +52,8 @@ type Command struct {
 	TurnID int
 	// Reason says why, for logs and timelines.
 	Reason string
+	// Text is the user's words a Prepare prepares the turn for.
+	Text string
 }
 
 // Kind implements iu.Payload.
@@ -48,8 +61,12 @@ func (c Command) Kind() string { return "control" }
 
 // Summary implements iu.Payload.
 func (c Command) Summary() string {
-	if c.Reason != "" {
-		return fmt.Sprintf("%s turn %d (%s)", c.Action, c.TurnID, c.Reason)
+	s := fmt.Sprintf("%s turn %d", c.Action, c.TurnID)
+	if c.Text != "" {
+		s += fmt.Sprintf(" for %q", c.Text)
 	}
-	return fmt.Sprintf("%s turn %d", c.Action, c.TurnID)
+	if c.Reason != "" {
+		s += " (" + c.Reason + ")"
+	}
+	return s
 }

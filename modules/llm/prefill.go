@@ -13,8 +13,8 @@ import (
 // prompt format's closing remains to evaluate. The in-process llama.cpp engine is one.
 type Prefiller interface {
 	// Prefill evaluates prompt into the engine's cache and returns the probability that
-	// it goes on with next's first token (-1 when unknown).
-	Prefill(ctx context.Context, prompt, next string) (PrefillResult, error)
+	// it goes on with the first token of one of ends (-1 when unknown).
+	Prefill(ctx context.Context, prompt string, ends []string) (PrefillResult, error)
 }
 
 // PrefillResult describes a Prefill.
@@ -22,7 +22,7 @@ type PrefillResult struct {
 	// Tokens is the prompt's length; Cached how many of its tokens were already in the
 	// engine's cache (the rest was evaluated).
 	Tokens, Cached int
-	// Next is the probability of the next text's first token, or -1.
+	// Next is the probability that one of the ends comes next, or -1.
 	Next float64
 	// Duration is the whole call, waiting for the engine included.
 	Duration time.Duration
@@ -30,8 +30,9 @@ type PrefillResult struct {
 
 // TurnCompletion is the payload of the LLM module's estimate that the user's turn is
 // complete (kind "turn-completion"): after the recogniser's words Text, the model gives
-// probability P to the prompt format's end of the user's turn. ADDed and COMMITted
-// together, one per prefill.
+// probability P to what ends it: the prompt format's end of the user's turn, or sentence
+// punctuation (recognisers write none, and a chat model would put it before the end of
+// the turn). ADDed and COMMITted together, one per prefill.
 type TurnCompletion struct {
 	// Utterance is the recogniser's utterance the words belong to.
 	Utterance int

@@ -33,8 +33,8 @@ func DefaultConfig() Config {
 	return Config{
 		Policy:          "predictive",
 		Holds:           Holds{Short: 250 * time.Millisecond, Default: 500 * time.Millisecond, Long: 1200 * time.Millisecond},
-		CompleteAbove:   0.5,
-		IncompleteBelow: 0.05,
+		CompleteAbove:   0.3,
+		IncompleteBelow: 0.01,
 		Language:        "en",
 		FreshSlack:      300 * time.Millisecond,
 	}

@@ -157,7 +157,7 @@ func TestDeciderScenarios(t *testing.T) {
 			steps: []step{
 				{at: 100 * ms, start: 100 * ms},
 				{at: 1200 * ms, words: "what time is it", wEnd: 1100 * ms},
-				{at: 1200 * ms, words: "what time is it", prob: 0.01},
+				{at: 1200 * ms, words: "what time is it", prob: 0.001},
 				{at: 1340 * ms, end: 1130 * ms},
 			},
 			wantAt: 2340 * ms, wantWhy: "incomplete",

@@ -2,6 +2,7 @@ package turnend
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/parley-voice/parley/audio"
@@ -50,13 +51,20 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 			return a.emit(ctx, a.d.Finish())
 		case iu.EventMessage:
 			for _, up := range ev.Message.Updates {
-				if err := a.update(ctx, up); err != nil {
+				if err := a.update(ctx, up); errors.Is(err, errStreamEnded) {
+					// Its work is done; ending it ends the input of the modules it feeds,
+					// which also feed it.
+					return nil
+				} else if err != nil {
 					return err
 				}
 			}
 		}
 	}
 }
+
+// errStreamEnded says the recording ended and was passed on.
+var errStreamEnded = errors.New("turnend: the stream ended")
 
 // adapter turns IUs into Decider calls; it belongs to the module's goroutine.
 type adapter struct {
@@ -126,7 +134,10 @@ func (a *adapter) update(ctx context.Context, up iu.Update) error {
 			return err
 		}
 		eos := a.p.NewIU(pl, u.ID)
-		return a.p.Send(ctx, iu.AddOf(eos), iu.CommitOf(eos))
+		if err := a.p.Send(ctx, iu.AddOf(eos), iu.CommitOf(eos)); err != nil {
+			return err
+		}
+		return errStreamEnded
 	}
 	return nil
 }

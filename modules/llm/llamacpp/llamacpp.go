@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -237,11 +238,11 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit func(string
 // generating, so that a later Generate whose prompt starts with it evaluates only the
 // rest. The user's turn is fed this way while they still speak: each call reuses the
 // longest prefix the cache holds (a changed word rolls the cache back to the last shared
-// token) and evaluates the new tokens. With next set, it also returns the model's
-// probability that the text goes on with next's first token (the prompt format's end of
-// the user's turn), read from the logits the evaluation computes anyway; -1 when next is
-// empty or its first token merges with the prompt's last one.
-func (e *Engine) Prefill(ctx context.Context, prompt, next string) (llm.PrefillResult, error) {
+// token) and evaluates the new tokens. It also returns the model's probability that the
+// text goes on with one of ends (the prompt format's end of the user's turn, sentence
+// punctuation): the sum over their distinct first tokens, read from the logits the
+// evaluation computes anyway; -1 when no end's first token stands apart from the prompt.
+func (e *Engine) Prefill(ctx context.Context, prompt string, ends []string) (llm.PrefillResult, error) {
 	start := time.Now()
 	res := llm.PrefillResult{Next: -1}
 	if err := e.acquire(ctx); err != nil {
@@ -265,14 +266,17 @@ func (e *Engine) Prefill(ctx context.Context, prompt, next string) (llm.PrefillR
 		return res, fmt.Errorf("%w: %d tokens, context %d", llm.ErrPromptTooLong, len(toks), e.lctx.NCtx())
 	}
 	res.Tokens = len(toks)
-	nextTok := llama.Token(-1)
-	if next != "" {
-		full, err := e.model.Tokenize(prompt+next, true, true)
+	var endToks []llama.Token
+	for _, end := range ends {
+		if end == "" {
+			continue
+		}
+		full, err := e.model.Tokenize(prompt+end, true, true)
 		if err != nil {
 			return res, fmt.Errorf("llm: prefill: %w", err)
 		}
-		if commonPrefix(toks, full) == len(toks) && len(full) > len(toks) {
-			nextTok = full[len(toks)]
+		if commonPrefix(toks, full) == len(toks) && len(full) > len(toks) && !slices.Contains(endToks, full[len(toks)]) {
+			endToks = append(endToks, full[len(toks)])
 		}
 	}
 	n := commonPrefix(e.cache, toks)
@@ -300,31 +304,33 @@ func (e *Engine) Prefill(ctx context.Context, prompt, next string) (llm.PrefillR
 		e.logitsAt = len(e.cache)
 	}
 	res.Cached = n
-	if nextTok >= 0 {
+	if len(endToks) > 0 {
 		logits, err := e.lctx.Logits(-1)
 		if err != nil {
 			return res, fmt.Errorf("llm: prefill: %w", err)
 		}
-		res.Next = softmaxAt(logits, int(nextTok))
+		res.Next = probabilityOf(logits, endToks)
 	}
 	res.Duration = time.Since(start)
 	return res, nil
 }
 
-// softmaxAt returns the probability of token i under logits.
-func softmaxAt(logits []float32, i int) float64 {
-	if i < 0 || i >= len(logits) {
-		return -1
-	}
+// probabilityOf returns the probability of any of tokens under logits.
+func probabilityOf(logits []float32, tokens []llama.Token) float64 {
 	m := logits[0]
 	for _, v := range logits {
 		m = max(m, v)
 	}
-	var sum float64
+	var sum, p float64
 	for _, v := range logits {
 		sum += math.Exp(float64(v - m))
 	}
-	return math.Exp(float64(logits[i]-m)) / sum
+	for _, t := range tokens {
+		if int(t) >= 0 && int(t) < len(logits) {
+			p += math.Exp(float64(logits[t] - m))
+		}
+	}
+	return p / sum
 }
 
 // generation is the state of one Generate call.

@@ -447,7 +447,7 @@ func TestLlamaEnginePrefillIsExact(t *testing.T) {
 	ctx := context.Background()
 	for _, steps := range turns {
 		for _, text := range steps {
-			res, err := e.Prefill(ctx, history+text, closing)
+			res, err := e.Prefill(ctx, history+text, []string{closing})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -479,11 +479,11 @@ func TestLlamaEnginePrefillProbability(t *testing.T) {
 	e := newEngine(t, m, llamacpp.Config{})
 	ctx := context.Background()
 	// The same text twice: the second call evaluates nothing and gives the same answer.
-	a, err := e.Prefill(ctx, "Once upon a time, there was a little girl", ".")
+	a, err := e.Prefill(ctx, "Once upon a time, there was a little girl", []string{"."})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := e.Prefill(ctx, "Once upon a time, there was a little girl", ".")
+	b, err := e.Prefill(ctx, "Once upon a time, there was a little girl", []string{"."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,25 +491,25 @@ func TestLlamaEnginePrefillProbability(t *testing.T) {
 		t.Fatalf("repeated prefill: %+v then %+v", a, b)
 	}
 	// Without a next text there is no probability.
-	c, err := e.Prefill(ctx, "Once upon a time", "")
+	c, err := e.Prefill(ctx, "Once upon a time", nil)
 	if err != nil || c.Next != -1 {
 		t.Fatalf("Prefill without next = %+v, %v", c, err)
 	}
 	// A full-context prompt is refused; a cancelled context stops it.
 	long := strings.Repeat("Lily and Tom play in the park. ", 400)
-	if _, err := e.Prefill(ctx, long, ""); !errors.Is(err, llm.ErrPromptTooLong) {
+	if _, err := e.Prefill(ctx, long, nil); !errors.Is(err, llm.ErrPromptTooLong) {
 		t.Fatalf("too long prompt: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := e.Prefill(cctx, "Once upon a time", ""); err == nil {
+	if _, err := e.Prefill(cctx, "Once upon a time", nil); err == nil {
 		t.Fatal("prefill on a cancelled context succeeded")
 	}
 	// After a Generate the engine goes on prefilling from what it holds.
 	if _, err := e.Generate(ctx, llm.Request{Prompt: "Once upon a time", MaxTokens: 5}, func(string) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	d, err := e.Prefill(ctx, "Once upon a time, there was", "")
+	d, err := e.Prefill(ctx, "Once upon a time, there was", nil)
 	if err != nil || d.Cached == 0 {
 		t.Fatalf("prefill after generate = %+v, %v", d, err)
 	}
