@@ -2,18 +2,19 @@ package pipeline
 
 import (
 	"context"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/parley-voice/parley/audio/device"
-	"github.com/parley-voice/parley/audio/soundserver"
 	"github.com/parley-voice/parley/modules/aec"
 )
 
 // EchoSetup is what a live session's echo cancellation decision was made from.
 type EchoSetup struct {
 	Decision aec.Decision
-	// Devices are the devices as they were found (names, the sound server's
-	// description and properties).
+	// Devices are the devices as they were found: the PortAudio device, and the sound
+	// server's source or sink it leads to.
 	Devices aec.Devices
 	// Server is the sound server that was asked ("" when none was, or none answered).
 	Server string
@@ -21,50 +22,63 @@ type EchoSetup struct {
 	Problems []string
 }
 
+// serverQuery bounds how long ResolveEchoCancel waits for the sound server.
+const serverQuery = 2 * time.Second
+
 // ResolveEchoCancel decides whether a live session cancels echo (audio.echo_cancel;
-// see aec.Decide). In auto mode it looks at the configured devices: their PortAudio
-// names and, when they lead to the sound server ("pulse", "default", "pipewire"), the
-// server's default sink and source (audio/soundserver).
+// see aec.Decide). In auto mode it looks at the configured devices: the PortAudio
+// device, and the sound server's source or sink behind it — the one the configuration
+// names, or the server's default for "pulse" and "default" (audio/device).
 func ResolveEchoCancel(ctx context.Context, cfg AudioConfig) EchoSetup {
 	mode := cfg.EchoCancelMode()
 	if mode != aec.Auto {
 		return EchoSetup{Decision: aec.Decide(mode, aec.Devices{})}
 	}
 	var s EchoSetup
-	var viaServer bool
-	if h, err := device.Open(device.Options{}); err != nil {
+	h, err := device.Open(device.Options{})
+	if err != nil {
 		s.Problems = append(s.Problems, err.Error())
-	} else {
-		for _, d := range []struct {
-			spec string
-			dir  device.Direction
-			dev  *aec.Device
-		}{{cfg.Output, device.Output, &s.Devices.Output}, {cfg.Input, device.Input, &s.Devices.Input}} {
-			info, err := h.Find(d.spec, d.dir)
+		s.Decision = aec.Decide(mode, s.Devices)
+		return s
+	}
+	defer h.Close()
+	var srv *device.SoundServer
+	server := func() *device.SoundServer {
+		if srv == nil {
+			qctx, cancel := context.WithTimeout(ctx, serverQuery)
+			defer cancel()
+			got, err := device.QuerySoundServer(qctx)
 			if err != nil {
 				s.Problems = append(s.Problems, err.Error())
-				continue
+			} else {
+				s.Server = strings.TrimSpace(got.Name + " " + got.Version)
 			}
-			d.dev.Names = append(d.dev.Names, info.Name)
-			viaServer = viaServer || soundServerDevice(info)
+			srv = &got
 		}
-		h.Close()
+		return srv
 	}
-	if viaServer {
-		if info, err := soundserver.Query(ctx); err != nil {
+	for _, d := range []struct {
+		spec string
+		dir  device.Direction
+		env  string
+		dev  *aec.Device
+	}{{cfg.Output, device.Output, "PULSE_SINK", &s.Devices.Output}, {cfg.Input, device.Input, "PULSE_SOURCE", &s.Devices.Input}} {
+		info, err := h.Find(d.spec, d.dir)
+		if err != nil {
 			s.Problems = append(s.Problems, err.Error())
-		} else {
-			s.Server = info.Server
-			for _, d := range []struct {
-				from soundserver.Device
-				to   *aec.Device
-			}{{info.DefaultSink, &s.Devices.Output}, {info.DefaultSource, &s.Devices.Input}} {
-				d.to.Names = append(d.to.Names, d.from.Name)
-				if d.from.Description != "" {
-					d.to.Names = append(d.to.Names, d.from.Description)
-				}
-				d.to.Properties = d.from.Properties
+			continue
+		}
+		d.dev.Names = append(d.dev.Names, info.Name)
+		sd := info.ServerDevice
+		if sd == nil && soundServerDevice(info) {
+			sd = serverDefault(server().Devices(d.dir), os.Getenv(d.env))
+		}
+		if sd != nil {
+			d.dev.Names = append(d.dev.Names, sd.Name)
+			if sd.Description != "" {
+				d.dev.Names = append(d.dev.Names, sd.Description)
 			}
+			d.dev.Monitor = sd.Monitor
 		}
 	}
 	s.Decision = aec.Decide(mode, s.Devices)
@@ -79,4 +93,20 @@ func soundServerDevice(d device.Info) bool {
 		return true
 	}
 	return strings.Contains(strings.ToLower(d.HostAPI), "pulse")
+}
+
+// serverDefault returns the device libpulse would use: the one named (PULSE_SINK or
+// PULSE_SOURCE), else the server's default.
+func serverDefault(devs []device.ServerDevice, named string) *device.ServerDevice {
+	for i, d := range devs {
+		if named != "" && d.Name == named {
+			return &devs[i]
+		}
+	}
+	for i, d := range devs {
+		if d.Default {
+			return &devs[i]
+		}
+	}
+	return nil
 }

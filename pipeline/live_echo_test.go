@@ -334,10 +334,11 @@ func TestLiveEchoThroughPulseAudio(t *testing.T) {
 func TestResolveEchoCancelWithPulseAudio(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name  string
-		setup func(t *testing.T, srv *pulsetest.Server)
-		on    bool
-		why   string
+		name   string
+		setup  func(t *testing.T, srv *pulsetest.Server)
+		output string // audio.output ("pulse" when empty)
+		on     bool
+		why    string
 	}{
 		{name: "speakers", on: true, why: "may reach the microphone", setup: func(t *testing.T, srv *pulsetest.Server) {
 			out := srv.NullSink(t, "speakers", pulsetest.SinkOptions{})
@@ -346,6 +347,12 @@ func TestResolveEchoCancelWithPulseAudio(t *testing.T) {
 		}},
 		{name: "headset", on: false, why: "headset", setup: func(t *testing.T, srv *pulsetest.Server) {
 			out := srv.NullSink(t, "usb_headset", pulsetest.SinkOptions{})
+			mustPactl(t, srv, "set-default-sink", out.Name)
+			mustPactl(t, srv, "set-default-source", out.Monitor)
+		}},
+		{name: "a headset named in the config", output: "usb_headset", on: false, why: "headset", setup: func(t *testing.T, srv *pulsetest.Server) {
+			out := srv.NullSink(t, "speakers", pulsetest.SinkOptions{})
+			srv.NullSink(t, "usb_headset", pulsetest.SinkOptions{})
 			mustPactl(t, srv, "set-default-sink", out.Name)
 			mustPactl(t, srv, "set-default-source", out.Monitor)
 		}},
@@ -360,7 +367,11 @@ func TestResolveEchoCancelWithPulseAudio(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := pulsetest.New(t)
 			tc.setup(t, srv)
-			s := ResolveEchoCancel(ctx, AudioConfig{Input: "pulse", Output: "pulse"})
+			output := tc.output
+			if output == "" {
+				output = "pulse"
+			}
+			s := ResolveEchoCancel(ctx, AudioConfig{Input: "pulse", Output: output})
 			t.Logf("%v; server %s; devices %+v; problems %q", s.Decision, s.Server, s.Devices, s.Problems)
 			if s.Decision.On != tc.on || !strings.Contains(s.Decision.Reason, tc.why) || s.Server == "" || len(s.Problems) > 0 {
 				t.Errorf("decided %v (server %q, problems %q), want on %v because %q", s.Decision, s.Server, s.Problems, tc.on, tc.why)

@@ -33,15 +33,14 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("aec: echo_cancel %q (want auto, on or off)", s)
 }
 
-// Device is what is known of a sound device: names and descriptions from the audio
-// library and the sound server, and the server's properties for it (PulseAudio's
-// device.form_factor, device.icon_name, device.class, ...), any of which may say what
-// it is.
+// Device is what is known of a sound device: its names and descriptions from the audio
+// library and the sound server, any of which may say what it is.
 type Device struct {
 	// Names are the device's names and descriptions, most specific last.
 	Names []string
-	// Properties are the sound server's properties of the device (may be nil).
-	Properties map[string]string
+	// Monitor marks the sound server's monitor of a sink (what it plays), which is
+	// never an echo-cancelled microphone whatever its name.
+	Monitor bool
 }
 
 // Devices are the sound devices of a live session.
@@ -74,10 +73,9 @@ var headsetWords = []string{
 var echoCancelWords = []string{"echo-cancel", "echo_cancel", "echo cancel", "echocancel"}
 
 // Decide applies mode to a live session's devices: in Auto, echo is cancelled unless the
-// output looks like a headset (its names, description, form factor or icon say
-// headset, headphone, earbud, AirPods, "WH-", hands-free, ...) or the input is a sound
-// server's echo-cancelled source (a source named or described as echo-cancel that is
-// not a monitor).
+// output looks like a headset (its names or descriptions say headset, headphone, earbud,
+// AirPods, "WH-", hands-free, ...) or the input is a sound server's echo-cancelled
+// source (a source named or described as echo-cancel that is not a monitor).
 func Decide(mode Mode, d Devices) Decision {
 	switch mode {
 	case On:
@@ -85,11 +83,11 @@ func Decide(mode Mode, d Devices) Decision {
 	case Off:
 		return Decision{On: false, Reason: "echo_cancel is off"}
 	}
-	if w, what := match(d.Output, headsetWords, "device.form_factor", "device.icon_name", "device.bus", "device.product.name"); w != "" {
+	if w, what := match(d.Output, headsetWords); w != "" {
 		return Decision{On: false, Reason: fmt.Sprintf("the output %q looks like a headset (%s), whose sound does not reach the microphone", what, w)}
 	}
-	if d.Input.Properties["device.class"] != "monitor" {
-		if w, what := match(d.Input, echoCancelWords, "device.description"); w != "" {
+	if !d.Input.Monitor {
+		if w, what := match(d.Input, echoCancelWords); w != "" {
 			return Decision{On: false, Reason: fmt.Sprintf("the sound server already cancels echo: the input is %q (%s)", what, w)}
 		}
 	}
@@ -115,16 +113,10 @@ func DecideReplay(mode Mode, simulated bool) Decision {
 	return Decision{On: false, Reason: "the recording holds no echo of the agent (no echo block)"}
 }
 
-// match returns the first of words found (case-insensitively) in the device's names or
-// the given properties, and the name or property value it was found in.
-func match(d Device, words []string, props ...string) (word, in string) {
-	texts := append([]string(nil), d.Names...)
-	for _, p := range props {
-		if v := d.Properties[p]; v != "" {
-			texts = append(texts, v)
-		}
-	}
-	for _, t := range texts {
+// match returns the first of words found (case-insensitively) in the device's names,
+// and the name it was found in.
+func match(d Device, words []string) (word, in string) {
+	for _, t := range d.Names {
 		lt := strings.ToLower(t)
 		for _, w := range words {
 			if strings.Contains(lt, w) {

@@ -17,10 +17,8 @@ func TestParseMode(t *testing.T) {
 }
 
 func TestDecide(t *testing.T) {
-	speakers := Device{Names: []string{"pulse", "alsa_output.pci-0000_00_1f.3.analog-stereo", "Built-in Audio Analog Stereo"},
-		Properties: map[string]string{"device.form_factor": "internal", "device.icon_name": "audio-card-analog-pci", "device.class": "sound"}}
-	mic := Device{Names: []string{"pulse", "alsa_input.pci-0000_00_1f.3.analog-stereo", "Built-in Audio Analog Stereo"},
-		Properties: map[string]string{"device.class": "sound"}}
+	speakers := Device{Names: []string{"pulse", "alsa_output.pci-0000_00_1f.3.analog-stereo", "Built-in Audio Analog Stereo"}}
+	mic := Device{Names: []string{"pulse", "alsa_input.pci-0000_00_1f.3.analog-stereo", "Built-in Audio Analog Stereo"}}
 	for _, tc := range []struct {
 		name   string
 		mode   Mode
@@ -36,19 +34,13 @@ func TestDecide(t *testing.T) {
 		{name: "Sony WH-1000XM4", mode: Auto, d: Devices{Output: Device{Names: []string{"pulse", "bluez_output.38_18_4C_00_00_00.1", "WH-1000XM4"}}}, on: false, reason: "wh-"},
 		{name: "AirPods", mode: Auto, d: Devices{Output: Device{Names: []string{"pipewire", "Jane's AirPods Pro"}}}, on: false, reason: "airpods"},
 		{name: "Bluetooth hands-free profile", mode: Auto, d: Devices{Output: Device{Names: []string{"bluez_sink.00_11_22_33_44_55.handsfree_head_unit"}}}, on: false, reason: "hands"},
-		{name: "form factor headphone", mode: Auto, d: Devices{Output: Device{Names: []string{"pulse", "alsa_output.usb-x", "USB Audio"},
-			Properties: map[string]string{"device.form_factor": "headphone"}}}, on: false, reason: "headphone"},
-		{name: "headset icon", mode: Auto, d: Devices{Output: Device{Names: []string{"pulse", "bluez_output.x.a2dp-sink", "Speaker X"},
-			Properties: map[string]string{"device.icon_name": "audio-headset-bluetooth", "device.bus": "bluetooth"}}}, on: false, reason: "headset"},
-		{name: "bluetooth speaker", mode: Auto, d: Devices{Output: Device{Names: []string{"pulse", "bluez_output.x.a2dp-sink", "JBL Flip 5"},
-			Properties: map[string]string{"device.icon_name": "audio-speakers-bluetooth", "device.bus": "bluetooth"}}}, on: true},
+		{name: "USB headphones", mode: Auto, d: Devices{Output: Device{Names: []string{"pulse", "alsa_output.usb-Sennheiser_HD_Headphones", "HD Headphones Analog Stereo"}}}, on: false, reason: "headphone"},
+		{name: "bluetooth speaker", mode: Auto, d: Devices{Output: Device{Names: []string{"pulse", "bluez_output.x.a2dp-sink", "JBL Flip 5"}}}, on: true},
 		{name: "PulseAudio echo-cancel source", mode: Auto, d: Devices{Output: speakers, Input: Device{
-			Names:      []string{"pulse", "alsa_input.pci.analog-stereo.echo-cancel", "Built-in Audio (echo cancelled with Built-in Audio)"},
-			Properties: map[string]string{"device.class": "filter"}}}, on: false, reason: "already cancels"},
+			Names: []string{"pulse", "alsa_input.pci.analog-stereo.echo-cancel", "Built-in Audio (echo cancelled with Built-in Audio)"}}}, on: false, reason: "already cancels"},
 		{name: "PipeWire echo-cancel source", mode: Auto, d: Devices{Output: speakers, Input: Device{Names: []string{"pipewire", "echo-cancel-source", "Echo-Cancel Source"}}}, on: false, reason: "already cancels"},
 		{name: "monitor of an echo-cancel sink", mode: Auto, d: Devices{Output: speakers, Input: Device{
-			Names:      []string{"pulse", "out.echo-cancel.monitor", "Monitor of out (echo cancelled with mic)"},
-			Properties: map[string]string{"device.class": "monitor"}}}, on: true},
+			Names: []string{"pulse", "out.echo-cancel.monitor", "Monitor of out (echo cancelled with mic)"}, Monitor: true}}, on: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Decide(tc.mode, tc.d)
