@@ -23,8 +23,8 @@ type Options struct {
 	// From and To limit the time range in seconds (both zero: everything).
 	From, To float64
 	// Dense lists payload kinds drawn as merged activity spans instead of one bar per IU
-	// (audio frames and progress reports are far too many to label); default "audio",
-	// "progress".
+	// (audio frames, progress reports and the speaker's played audio are far too many to
+	// label); default "audio", "progress", "played".
 	Dense []string
 }
 
@@ -43,7 +43,7 @@ func SVG(w io.Writer, entries []iu.TimelineEntry, opt Options) error {
 		opt.Width = 1400
 	}
 	if opt.Dense == nil {
-		opt.Dense = []string{"audio", "progress"}
+		opt.Dense = []string{"audio", "progress", "played"}
 	}
 	dense := map[string]bool{}
 	for _, k := range opt.Dense {
