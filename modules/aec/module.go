@@ -118,9 +118,11 @@ func (c Cost) RTF() float64 {
 // captured at T (Frame.Captured for a microphone; for a recording, its sample s was
 // spoken s/16000 s after the module started, which on a virtual clock is exact). Its echo
 // arrives after that (Config.Delay later, as the hint says), in that frame or a later
-// one. The played stream is placed once and then followed sample by sample; it is moved
-// only when the timing says it has drifted by more than driftTolerance for a while.
-// A microphone frame waits for the played audio up to its end (Config.MaxWait at most).
+// one. The played stream is placed when it first holds sound (10 ms early, so that a
+// timing a little off never puts the reference after its echo) and then followed sample
+// by sample; it moves only when the timing has drifted by more than 250 ms, since the
+// engine follows smaller changes of the echo's delay itself (see place). A microphone
+// frame waits for the played audio up to its end (Config.MaxWait at most).
 //
 // Latency. The canceller's output lags its input by Canceller.Latency (18 ms for AEC3):
 // the module emits each frame's output on the timeline where it belongs (Start shifted
@@ -306,8 +308,10 @@ func (r *runner) frame(id iu.ID, f audio.Frame) error {
 	}
 	switch gap := f.Start - r.next; {
 	case gap > audio.MaxGap:
-		// A new stream (a restarted capture): it starts over once the queue is done.
+		// A new stream (a restarted capture): it starts over once the queue is done,
+		// on a clock of its own, where the played stream is placed afresh.
 		r.queue = append(r.queue, pending{f: audio.Frame{Start: f.Start}, arrived: r.p.Now(), restart: true})
+		r.epochN, r.placedN, r.locked = 0, 0, false
 	case gap > 0:
 		// Lost capture blocks: silence in their place keeps the canceller's clock.
 		samples := make([]float32, gap, gap+int64(f.Len()))
@@ -439,9 +443,7 @@ func (r *runner) process(ctx context.Context, force bool) error {
 			if err := r.flush(ctx); err != nil {
 				return err
 			}
-			// A new capture has its own clock: place the played stream afresh.
 			r.rendered, r.ref, r.skip, r.flushed = q.f.Start, nil, r.lat, false
-			r.epochN, r.placedN, r.locked = 0, 0, false
 			r.queue = r.queue[1:]
 			continue
 		}
