@@ -2,9 +2,11 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +42,7 @@ type liveLaptop struct {
 	candidate time.Time // when the last speech candidate began, on the wall clock
 	stops     []stop    // the manager's pauses and interrupts
 	statuses  []string
+	clocks    []string // the microphone's capture and the speaker's hearing times, for a failing test
 }
 
 type stop struct {
@@ -61,6 +64,9 @@ func (l *liveLaptop) Observe(_ time.Time, m iu.Message) {
 		}
 		switch pl := up.IU.Payload.(type) {
 		case audio.Frame:
+			if m.From == NameInput && !pl.Captured.IsZero() {
+				l.clocks = append(l.clocks, fmt.Sprintf("mic %d %d", pl.Start, pl.Captured.UnixNano()))
+			}
 			if a := l.audio[m.From]; pl.Start >= int64(len(a)) {
 				l.audio[m.From] = append(append(a, make([]float32, pl.Start-int64(len(a)))...), pl.Samples...)
 			}
@@ -77,6 +83,7 @@ func (l *liveLaptop) Observe(_ time.Time, m iu.Message) {
 		case aec.Status:
 			l.statuses = append(l.statuses, pl.Summary())
 		case speaker.Played:
+			l.clocks = append(l.clocks, fmt.Sprintf("spk %d %d", pl.Audio.Start, pl.Heard.UnixNano()))
 			// The played audio where its timing puts it on the microphone's timeline.
 			if !l.micTime.IsZero() {
 				at := l.micStart + audio.DurationToSamples(pl.Heard.Sub(l.micTime), audio.PipelineRate)
@@ -109,6 +116,7 @@ func (l *liveLaptop) dump(t *testing.T) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t.Logf("canceller:\n%s", strings.Join(l.statuses, "\n"))
+	os.WriteFile(filepath.Join(os.TempDir(), "parley-live-echo-clocks.txt"), []byte(strings.Join(l.clocks, "\n")), 0o644)
 	for from, a := range l.audio {
 		path := filepath.Join(os.TempDir(), "parley-live-echo-"+from+".wav")
 		if err := audio.WriteWAVFile(path, audio.Frame{Samples: a, Rate: audio.PipelineRate, Channels: 1}, 16); err == nil {
@@ -138,15 +146,41 @@ func (l *liveLaptop) selfStops(spans [][2]time.Time) []string {
 
 // laptopServer is a private sound server wired like a laptop: the agent plays into
 // agent_out, whose sound reaches the microphone (the room sink's monitor) through a
-// loopback with a latency, where the user's recordings are played too.
+// loopback (30 ms, −6 dB, no rate adjustment), where the user's recordings are played
+// too.
 func laptopServer(t *testing.T) (*pulsetest.Server, pulsetest.Sink) {
 	t.Helper()
 	srv := pulsetest.New(t)
 	ctx := context.Background()
 	room := srv.NullSink(t, "room", pulsetest.SinkOptions{Rate: 16000, Channels: 1})
 	out := srv.NullSink(t, "agent_out", pulsetest.SinkOptions{Rate: 48000, Channels: 2})
-	if _, err := srv.Pactl(ctx, "load-module", "module-loopback", "source="+out.Monitor, "sink="+room.Name,
-		"latency_msec=30", "adjust_time=0", "source_dont_move=true", "sink_dont_move=true"); err != nil {
+	idx, err := srv.Pactl(ctx, "load-module", "module-loopback", "source="+out.Monitor, "sink="+room.Name,
+		"latency_msec=100", "adjust_time=0", "source_dont_move=true", "sink_dont_move=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The loop's level is the issue's laptop's: −6 dB.
+	inputs, err := srv.Pactl(ctx, "--format=json", "list", "sink-inputs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []struct {
+		Index       int    `json:"index"`
+		OwnerModule string `json:"owner_module"` // pactl prints it as a string
+	}
+	if err := json.Unmarshal([]byte(inputs), &list); err != nil {
+		t.Fatalf("pactl list sink-inputs: %v", err)
+	}
+	loop := -1
+	for _, in := range list {
+		if in.OwnerModule == strings.TrimSpace(idx) {
+			loop = in.Index
+		}
+	}
+	if loop < 0 {
+		t.Fatalf("no sink input of the loopback (module %s) in %s", strings.TrimSpace(idx), inputs)
+	}
+	if _, err := srv.Pactl(ctx, "set-sink-input-volume", strconv.Itoa(loop), "-6dB"); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.SetDefaultSource(ctx, room.Monitor); err != nil {
@@ -160,7 +194,7 @@ func laptopServer(t *testing.T) (*pulsetest.Server, pulsetest.Sink) {
 
 // liveOnLaptop runs a live session on the laptop server and talks to the agent: a
 // question, a second question once the agent has answered the first, and a barge-in
-// once the agent has spoken half a second of its second answer. It returns when the
+// as soon as the agent's second answer is heard. It returns when the
 // agent answered the barge-in, or earlier when stopAfterFirst says so (after the first
 // stop or agent turn). It returns the session, the recordings' wall-clock spans and
 // the watcher.
@@ -228,7 +262,8 @@ func liveOnLaptop(t *testing.T, cfg Config, eng *Engines, srv *pulsetest.Server,
 			return
 		}
 		ended(play(second))
-		// Barge in once the second answer has been heard for half a second.
+		// Barge in as soon as the second answer is heard: the recording's speech starts
+		// half a second in, and the answers of the demo's model are short.
 		var from time.Duration = -1
 	listen:
 		for {
@@ -236,7 +271,7 @@ func liveOnLaptop(t *testing.T, cfg Config, eng *Engines, srv *pulsetest.Server,
 			case pos := <-watch.playing:
 				if from < 0 {
 					from = pos
-				} else if pos-from >= 500*time.Millisecond {
+				} else if pos-from >= 100*time.Millisecond {
 					break listen
 				}
 			case a := <-watch.turns:
@@ -279,8 +314,8 @@ func liveOnLaptop(t *testing.T, cfg Config, eng *Engines, srv *pulsetest.Server,
 
 // TestLiveEchoThroughPulseAudio runs the live agent (PortAudio microphone and speaker)
 // on a real PulseAudio server wired like a laptop: what the agent plays comes back into
-// the microphone through a loopback (30 ms, full level), where the user's recordings
-// are played as well. With the echo canceller the agent answers a question without
+// the microphone through a loopback (30 ms, −6 dB), where the user's recordings are
+// played as well. With the echo canceller the agent answers a question without
 // stopping for its own voice, and a barge-in over its next answer stops it. Without,
 // it stops for its own voice. With PulseAudio's own module-echo-cancel as the
 // microphone, echo_cancel auto leaves the cancelling to the server.

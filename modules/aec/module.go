@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -22,9 +21,12 @@ type Config struct {
 	// true delay themselves (AEC3 within 500 ms); the hint only speeds them up.
 	Delay time.Duration `yaml:"delay" json:"delay"`
 	// MaxWait is how long a microphone frame waits for the played audio that covers it
-	// (200 ms). Past it the frame is processed with silence for the part of the
-	// reference still unknown, and played audio that arrives later for it is dropped.
-	// On a virtual clock the speaker's played audio arrives without delay.
+	// (1 s). The played audio is normally there first (the output plays it its latency
+	// after the speaker reports it); it comes late only when the speaker's goroutine is
+	// starved, and then the echo canceller had better wait than let the echo through.
+	// Past it the frame is processed with silence for the part of the reference still
+	// unknown, and played audio that arrives later for it is dropped. On a virtual clock
+	// the speaker's played audio arrives without delay.
 	MaxWait time.Duration `yaml:"max_wait" json:"max_wait"`
 	// StatsInterval is how much audio lies between two Status IUs (1 s); negative for
 	// none.
@@ -33,7 +35,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.MaxWait == 0 {
-		c.MaxWait = 200 * time.Millisecond
+		c.MaxWait = time.Second
 	}
 	if c.StatsInterval == 0 {
 		c.StatsInterval = time.Second
@@ -120,8 +122,8 @@ func (c Cost) RTF() float64 {
 // arrives after that (Config.Delay later, as the hint says), in that frame or a later
 // one. The played stream is placed when it first holds sound (10 ms early, so that a
 // timing a little off never puts the reference after its echo) and then followed sample
-// by sample; it moves only when the timing has drifted by more than 250 ms, since the
-// engine follows smaller changes of the echo's delay itself (see place). A microphone
+// by sample; it moves when the output's timing clearly moved (its latency grew or
+// shrank, and the echo with it), not for the timing's jitter (see place). A microphone
 // frame waits for the played audio up to its end (Config.MaxWait at most).
 //
 // Latency. The canceller's output lags its input by Canceller.Latency (18 ms for AEC3):
@@ -180,17 +182,19 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 		zap.Duration("audio", c.Audio), zap.Duration("processing", c.Processing), zap.Float64("rtf", c.RTF()),
 		zap.Duration("unreferenced", audio.SamplesToDuration(r.unreferenced, Rate)),
 		zap.Duration("late_reference", audio.SamplesToDuration(r.late, Rate)),
-		zap.Int("realignments", r.realigned))
+		zap.Int("moves", r.moves))
 	return err
 }
 
-// Placing the played stream (see place): averages run over the last averaging frames or
-// IUs; the stream is placed earlyBy ahead of the timing, and moved when the timing
-// drifts by more than driftTolerance.
+// Placing the played stream (see place): the microphone's clock is an average over the
+// last averaging frames; the stream is placed earlyBy ahead of the timing, and moved when
+// moveAgree played IUs in a row put it at least moveMin elsewhere (and agree within
+// moveMin/2).
 const (
-	averaging      = 32
-	earlyBy        = 10 * time.Millisecond
-	driftTolerance = 250 * time.Millisecond
+	averaging = 32
+	earlyBy   = 10 * time.Millisecond
+	moveMin   = 5 * time.Millisecond
+	moveAgree = 3
 	// maxStash bounds the played audio kept before the first microphone frame says
 	// where the microphone's timeline lies.
 	maxStash = 5 * time.Second
@@ -229,13 +233,12 @@ type runner struct {
 	ref      []float32
 	rendered int64
 	// offset puts the played stream on the timeline: played sample j is at offset + j.
-	// estimate is the average of what the timing says it should be.
-	offset   int64
-	estimate float64
-	placedN  int
-	locked   bool // the stream is fixed: the reference has held sound
-	stash    []audio.Frame
-	stashT   []time.Time
+	offset int64
+	locked bool  // the reference has held sound: the stream moves only on a clear change
+	moveTo int64 // where the last IUs would move it, and how many agreed
+	agreed int
+	stash  []audio.Frame
+	stashT []time.Time
 
 	eos      *iu.IU // the end of the stream, passed on once the queue is empty
 	flushed  bool
@@ -244,7 +247,7 @@ type runner struct {
 	nextStats    int64 // stream position of the next status
 	unreferenced int64
 	late         int64
-	realigned    int
+	moves        int
 	failures     int
 }
 
@@ -311,7 +314,7 @@ func (r *runner) frame(id iu.ID, f audio.Frame) error {
 		// A new stream (a restarted capture): it starts over once the queue is done,
 		// on a clock of its own, where the played stream is placed afresh.
 		r.queue = append(r.queue, pending{f: audio.Frame{Start: f.Start}, arrived: r.p.Now(), restart: true})
-		r.epochN, r.placedN, r.locked = 0, 0, false
+		r.epochN, r.locked, r.agreed = 0, false, 0
 	case gap > 0:
 		// Lost capture blocks: silence in their place keeps the canceller's clock.
 		samples := make([]float32, gap, gap+int64(f.Len()))
@@ -378,7 +381,7 @@ func (r *runner) played(f audio.Frame, heard time.Time) {
 		}
 		return
 	}
-	r.place(float64(r.position(heard)-f.Start), silent(f.Samples) && silent(r.ref))
+	r.place(r.position(heard)-f.Start, silent(f.Samples) && silent(r.ref))
 	pos, samples := r.offset+f.Start, f.Samples
 	if pos < r.rendered {
 		cut := r.rendered - pos
@@ -400,27 +403,33 @@ func (r *runner) played(f audio.Frame, heard time.Time) {
 
 // place updates the played stream's offset with what one played IU's timing says it
 // is (quiet: the IU and the reference not yet rendered are silence). While everything
-// played so far was silence the stream follows the timing's average, since there is
-// nothing to misplace; the first sound fixes it. Afterwards it moves only when the
-// average has drifted by more than driftTolerance: smaller changes of the echo's delay
-// are the engine's to follow (AEC3 tracks them), and every move would make it adapt
-// anew. The stream is placed early by earlyBy, so that a timing a little off never puts
-// the reference after its echo.
-func (r *runner) place(offset float64, quiet bool) {
-	r.placedN++
-	if r.placedN == 1 {
-		r.estimate = offset
-	} else {
-		r.estimate += (offset - r.estimate) / float64(min(r.placedN, averaging))
+// played so far was silence the stream follows the timing, since there is nothing to
+// misplace; the first sound fixes it. Afterwards it moves when moveAgree IUs in a row
+// say it lies moveMin or more elsewhere: the output's latency changed (a sound server
+// that grows its buffer after an underrun plays everything later), and the echo moved
+// with it, so the reference follows and the engine sees its delay unchanged. Smaller
+// differences are the timing's jitter, and the engine's to absorb. The stream is placed
+// early by earlyBy, so that a timing a little off never puts the reference after its
+// echo.
+func (r *runner) place(offset int64, quiet bool) {
+	offset -= audio.DurationToSamples(earlyBy, Rate)
+	if !r.locked {
+		r.offset, r.locked, r.agreed = offset, !quiet, 0
+		return
 	}
-	est := int64(math.Round(r.estimate)) - audio.DurationToSamples(earlyBy, Rate)
-	switch d := est - r.offset; {
-	case !r.locked:
-		r.offset, r.locked = est, !quiet
-	case abs(d) > audio.DurationToSamples(driftTolerance, Rate):
-		r.log.Info("played audio realigned with the microphone's clock", zap.Duration("by", audio.SamplesToDuration(d, Rate)))
-		r.offset = est
-		r.realigned++
+	step := audio.DurationToSamples(moveMin, Rate)
+	switch {
+	case abs(offset-r.offset) < step:
+		r.agreed = 0
+	case r.agreed > 0 && abs(offset-r.moveTo) <= step/2:
+		r.agreed++
+	default:
+		r.moveTo, r.agreed = offset, 1
+	}
+	if r.agreed >= moveAgree {
+		r.log.Debug("played audio moved with the output's latency", zap.Duration("by", audio.SamplesToDuration(offset-r.offset, Rate)))
+		r.offset, r.agreed = offset, 0
+		r.moves++
 	}
 }
 

@@ -92,17 +92,31 @@ type scene struct {
 	jitter   time.Duration // stamped capture times are off by up to this much
 	// leadSilence is how many samples of the played stream are silence.
 	leadSilence int
+	// From played sample latJumpAt on, the output's latency is latJump longer (its
+	// buffer grew): those samples are heard, and echo, that much later, and the played
+	// IUs' timing says so.
+	latJumpAt int
+	latJump   time.Duration
+}
+
+// heardAt returns when played sample j is heard, after the speaker started.
+func (sc scene) heardAt(j int) time.Duration {
+	d := sc.outLat + audio.SamplesToDuration(int64(j), Rate)
+	if sc.latJump > 0 && j >= sc.latJumpAt {
+		d += sc.latJump
+	}
+	return d
 }
 
 // mic returns the microphone's signal: the user plus the echo of what was heard
 // acoustic samples earlier.
 func (sc scene) mic() []float32 {
 	x := append([]float32(nil), sc.near...)
-	// Microphone position t is captured at micStart + t; the listener then hears
-	// played sample (micStart - outLat)·16k + t - acoustic.
-	shift := int(audio.DurationToSamples(sc.micStart-sc.outLat, Rate)) - sc.acoustic
-	for t := range x {
-		if j := t + shift; j >= 0 && j < len(sc.far) {
+	// Played sample j is heard at heardAt(j); microphone position t is captured at
+	// micStart + t and holds the echo of what was heard acoustic samples before.
+	for j := range sc.far {
+		t := int(audio.DurationToSamples(sc.heardAt(j)-sc.micStart, Rate)) + sc.acoustic
+		if t >= 0 && t < len(x) {
 			x[t] += sc.gain * sc.far[j]
 		}
 	}
@@ -153,7 +167,7 @@ func runScene(t *testing.T, sc scene, eng Engine, cfg Config) ([]audio.Frame, bo
 				return err
 			}
 			f := audio.Frame{Samples: sc.far[j:end], Rate: Rate, Channels: 1, Start: int64(j)}
-			u := p.NewIU(played{f: f, heard: start.Add(sc.outLat + audio.SamplesToDuration(int64(j), Rate))})
+			u := p.NewIU(played{f: f, heard: start.Add(sc.heardAt(j))})
 			if err := p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
 				return err
 			}
@@ -320,6 +334,32 @@ func checkConstantMisalignment(t *testing.T, sc scene, got []float32) {
 		}
 	}
 	t.Fatal("the output is not the echo cancelled with a reference in one constant place")
+}
+
+// TestModuleFollowsTheOutputsLatency: when the output's latency grows mid-stream (a
+// sound server's buffer after an underrun), the echo comes later and the played IUs'
+// timing says so; the module moves the reference with it, so that the engine's echo
+// path stays the same: the oracle cancels exactly again right after the change.
+func TestModuleFollowsTheOutputsLatency(t *testing.T) {
+	const n = 3 * Rate
+	sc := scene{near: noise(n, 8, 0.1), far: noise(n, 9, 0.3), gain: 0.5, frame: 320, chunk: 160, acoustic: 320,
+		outLat: 50 * time.Millisecond, latJumpAt: Rate, latJump: 120 * time.Millisecond}
+	eng := &subtractor{delay: sc.acoustic + early, gain: sc.gain}
+	out, _, _ := runScene(t, sc, eng, Config{})
+	got := joined(t, out)
+	if len(got) != n {
+		t.Fatalf("%d samples out of %d", len(got), n)
+	}
+	// The change reaches the microphone at about 1.17 s; the module knows after
+	// moveAgree IUs.
+	change := int(audio.DurationToSamples(sc.heardAt(sc.latJumpAt), Rate)) + sc.acoustic
+	settle := change + int(audio.DurationToSamples(100*time.Millisecond, Rate))
+	for i := range got {
+		if i >= sc.acoustic+early && (i < change-int(audio.DurationToSamples(sc.latJump, Rate)) || i >= settle) &&
+			math.Abs(float64(got[i]-sc.near[i])) > 1e-5 {
+			t.Fatalf("output sample %d (%.3f s) = %g, the user said %g", i, float64(i)/Rate, got[i], sc.near[i])
+		}
+	}
 }
 
 // TestModuleBridgesGaps: a dropped capture block becomes silence on the output's

@@ -189,11 +189,10 @@ type runner struct {
 	frame []float32
 	start int64 // pipeline position of frame[0]
 
-	// The capture clock: pipeline position anchorPos was captured at anchorTime (from
-	// the latest block), which stamps the frames (audio.Frame.Captured).
-	began      time.Time
-	anchorPos  int64
-	anchorTime time.Time
+	// The capture clock, which stamps the frames (audio.Frame.Captured): durations are
+	// since began, the module's start.
+	began time.Time
+	clock captureClock
 
 	lastBlock   time.Time // when the last capture block arrived (or the capture opened)
 	delivering  bool      // the current capture has delivered audio
@@ -231,6 +230,7 @@ func (r *runner) openCapture() error {
 		return fmt.Errorf("mic: device %q runs at a fractional rate %g Hz", dev.Name, scfg.SampleRate)
 	}
 	r.gen++
+	r.clock.reset() // a new capture has a clock of its own
 	c := &capture{gen: r.gen, host: host, rate: int(scfg.SampleRate), channels: scfg.Channels}
 	// One block per callback: PortAudio's hosts call back about every quarter of the
 	// latency when the buffer size is left to them, so blocks of half the latency hold
@@ -453,7 +453,7 @@ func (r *runner) handleBlock(ctx context.Context, b *block) error {
 	if !r.conv.started {
 		r.next = r.conv.begin(b.pos)
 	}
-	r.anchorPos, r.anchorTime = r.conv.position(b.pos), r.began.Add(b.captured)
+	r.clock.add(b.captured, r.conv.position(b.pos))
 	out := r.conv.process(r.conv.mono(b.samples[:b.frames*c.channels], c.channels))
 	c.free <- b // process copied the samples: the callback may reuse the block
 	return r.emit(ctx, out)
@@ -484,8 +484,8 @@ func (r *runner) flushFrame(ctx context.Context) error {
 		return nil
 	}
 	f := audio.Frame{Samples: r.frame, Rate: audio.PipelineRate, Channels: 1, Start: r.start}
-	if !r.anchorTime.IsZero() {
-		f.Captured = r.anchorTime.Add(audio.SamplesToDuration(r.start-r.anchorPos, audio.PipelineRate))
+	if epoch, ok := r.clock.epoch(); ok {
+		f.Captured = r.began.Add(epoch + audio.SamplesToDuration(r.start, audio.PipelineRate))
 	}
 	r.frame = make([]float32, 0, r.frameLen) // the sent slice belongs to the IU now
 	u := r.p.NewIU(f)
