@@ -207,7 +207,7 @@ func NewStore(ctx context.Context, cfg Config, eng *Engines, sessionDir string, 
 	sc := dialogue.StoreConfig{
 		Tokenizer: eng.Tokenizer, ContextSize: eng.Context, ReplyReserve: cfg.Dialogue.ReplyReserve,
 		Summarizer: eng.Summarizer, Align: dialogue.AlignOptions{MinWordFraction: cfg.Dialogue.MinWordFraction},
-		Input: dialogue.InputChain{dialogue.CollapseSpaces(), dialogue.StripControlStrings(f)}, Logger: log.Named("history"),
+		Input: dialogue.InputChain{dialogue.CollapseSpaces(), dialogue.StripControlStrings(f)}, Logger: log.Named(nameHistory),
 	}
 	if cfg.Session.AutoSave && sessionDir != "" {
 		sc.AutoSaveDir = sessionDir
@@ -334,7 +334,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	mgr := manager.New(NameManager, store, mgrOpts)
 	a.Manager = mgr
-	a.Latencies = manager.NewLatencyObserver(manager.LatencyOptions{LLM: NameLLM, Origin: clk.Now(), OnTurn: io.OnMetrics, Logger: log.Named("metrics")})
+	a.Latencies = manager.NewLatencyObserver(manager.LatencyOptions{LLM: NameLLM, Origin: clk.Now(), OnTurn: io.OnMetrics, Logger: log.Named(nameMetrics)})
 
 	opts := []iu.Option{iu.WithClock(clk), iu.WithLogger(log), iu.WithObserver(a.Latencies)}
 	if io.Timeline != nil {

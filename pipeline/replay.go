@@ -97,7 +97,7 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	}
 	aio := IO{Input: input, Speaker: spk, Clock: clk, Logger: log, SessionDir: filepath.Join(opts.OutDir, "session"), Observers: opts.Observers}
 	if opts.Console != nil {
-		aio.Console = console.New(NameConsole, opts.Console, false)
+		aio.Console = console.New(NameConsole, console.NewTerminal(opts.Console, nil, false))
 	}
 	var timelineFile *os.File
 	if opts.Record {
@@ -113,7 +113,7 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	}
 	defer agent.Close()
 	if opts.Record {
-		rec := recorder.New("user-audio", userWAV, 16)
+		rec := recorder.New(nameUserAudio, userWAV, 16)
 		if err := agent.Network.Add(rec); err != nil {
 			return nil, err
 		}

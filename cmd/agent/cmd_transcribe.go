@@ -130,9 +130,6 @@ func openHearing(a *app, f *hearingFlags, withASR bool) (*hearing, error) {
 	if err := ggml.LoadBackends(); err != nil {
 		return nil, err
 	}
-	if !a.log.Core().Enabled(zap.DebugLevel) {
-		whisper.SetLogLevel(whisper.LogError) // libwhisper logs every VAD call at INFO
-	}
 	if _, err := os.Stat(f.vadCfg.Model); err != nil {
 		return nil, fmt.Errorf("VAD model: %w (agent models pull silero-vad, or --vad-model)", err)
 	}

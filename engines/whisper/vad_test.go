@@ -16,7 +16,7 @@ func loadBackends(t testing.TB) {
 	if err := ggml.LoadBackends(); err != nil {
 		testenv.Missing(t, "a ggml CPU backend", testenv.EnvFix)
 	}
-	SetLogLevel(LogError)
+	SetLogger(LogNone, nil)
 }
 
 func openVAD(t testing.TB) *VAD {
