@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -92,6 +93,9 @@ type HTTPEngine struct {
 	apiKey   string
 	client   *http.Client
 	turn     chan struct{} // one generation at a time, like the in-process engine
+	// noTokenize is set once the server answered that it has no /tokenize endpoint:
+	// token counts are estimated from then on.
+	noTokenize atomic.Bool
 }
 
 // NewHTTPEngine checks cfg and returns an engine. It does not contact the server.
@@ -561,14 +565,24 @@ func (e *HTTPEngine) redactErr(err error) error {
 }
 
 // Tokenizer counts tokens through the server's /tokenize endpoint (llama-server and
-// vLLM have one; other servers answer with an error).
+// vLLM have one). A server without one (the OpenAI API, ollama) answers 404; then the
+// count is estimated from the text's length, generously (a token per two bytes, where
+// English averages about four with the vocabularies of real models), so that a prompt
+// fitted to the context with it fits: such a prompt keeps fewer turns than it could.
 func (e *HTTPEngine) Tokenizer() Tokenizer { return httpTokenizer{e} }
+
+// estimateTokens over-estimates the tokens of text (with the special tokens a prompt
+// starts with) for servers that cannot count them.
+func estimateTokens(text string) int { return (len(text)+1)/2 + 2 }
 
 type httpTokenizer struct{ e *HTTPEngine }
 
 // CountTokens implements Tokenizer, counting the way a prompt is tokenized (with BOS).
 func (t httpTokenizer) CountTokens(text string) (int, error) {
 	e := t.e
+	if e.noTokenize.Load() {
+		return estimateTokens(text), nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeout)
 	defer cancel()
 	body, _ := json.Marshal(map[string]any{"content": text, "prompt": text, "add_special": true, "model": e.cfg.Model})
@@ -588,6 +602,10 @@ func (t httpTokenizer) CountTokens(text string) (int, error) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return 0, fmt.Errorf("llm: reading %s/tokenize: %w", e.root, err)
+	}
+	if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
+		e.noTokenize.Store(true)
+		return estimateTokens(text), nil
 	}
 	if resp.StatusCode != http.StatusOK {
 		return 0, &HTTPError{URL: e.root + "/tokenize", StatusCode: resp.StatusCode, Message: e.redact(errorMessage(data))}

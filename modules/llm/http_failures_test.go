@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,5 +135,35 @@ func TestHTTPEngineContextSize(t *testing.T) {
 				t.Errorf("context %d, %v; want %d", n, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestHTTPTokenizerWithoutTokenize: a server without /tokenize (the OpenAI API) gets its
+// token counts estimated, never under the real count of llama-server's tokenizer (even
+// stories260K's, whose 512-token vocabulary makes tokens short), and is asked only once.
+func TestHTTPTokenizerWithoutTokenize(t *testing.T) {
+	var asked atomic.Int32
+	openAI := scripted(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/tokenize" {
+			asked.Add(1)
+		}
+		http.NotFound(w, r)
+	})
+	srv := llmtest.StartLlamaServer(t, 0)
+	real := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL}).Tokenizer()
+	estimated := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: openAI.URL + "/v1"}).Tokenizer()
+	for _, text := range []string{"", "Hello.", "Once upon a time, there was a little girl named Lily. She liked to play with her big red ball in the park.",
+		strings.Repeat("The cat sat on the mat, and the dog barked at it. ", 20)} {
+		want, err := real.CountTokens(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := estimated.CountTokens(text)
+		if err != nil || got < want {
+			t.Errorf("%q: estimated %d tokens (%v), llama-server counts %d", text, got, err, want)
+		}
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("/tokenize asked %d times, want once", n)
 	}
 }
