@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -199,13 +200,10 @@ func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
 	if err != nil {
 		return err
 	}
-	svg, err := os.Create(filepath.Join(dir, "timeline.svg"))
-	if err != nil {
-		return err
+	// Drawn in memory first: a plot that fails leaves no empty file.
+	var svg bytes.Buffer
+	if err := plot.SVG(&svg, entries, plot.Options{}); err != nil {
+		return fmt.Errorf("timeline plot: %w", err)
 	}
-	if err := plot.SVG(svg, entries, plot.Options{}); err != nil {
-		svg.Close()
-		return err
-	}
-	return svg.Close()
+	return os.WriteFile(filepath.Join(dir, "timeline.svg"), svg.Bytes(), 0o644)
 }
