@@ -355,7 +355,9 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	mgr := manager.New(NameManager, store, mgrOpts)
 	a.Manager = mgr
-	a.Latencies = manager.NewLatencyObserver(manager.LatencyOptions{LLM: NameLLM, Origin: clk.Now(), OnTurn: io.OnMetrics, Logger: log.Named(nameMetrics)})
+	_, virtual := clk.(clock.Scheduler)
+	a.Latencies = manager.NewLatencyObserver(manager.LatencyOptions{LLM: NameLLM, Origin: clk.Now(), OnTurn: io.OnMetrics,
+		VirtualClock: virtual, Logger: log.Named(nameMetrics)})
 
 	opts := []iu.Option{iu.WithClock(clk), iu.WithLogger(log), iu.WithObserver(a.Latencies)}
 	if io.Timeline != nil {
