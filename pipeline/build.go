@@ -347,6 +347,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	if words := cfg.Dialogue.RemoveWords; len(words) > 0 {
 		llmCfg.NewFilter = func() llm.StreamFilter { return dialogue.NewKeywordFilter(words...) }
 	}
+	llmCfg.Clauses.MaxWords = cfg.LLM.ClauseMaxWords
 	llmCfg.Prefill = predictive
 	llmMod := llm.NewModule(NameLLM, eng.LLM, store, llmCfg)
 	mgrOpts := manager.Options{Turns: cfg.TurnTaking}

@@ -105,6 +105,10 @@ type LLMConfig struct {
 	MinP          float32 `yaml:"min_p"`
 	RepeatPenalty float32 `yaml:"repeat_penalty"`
 	Seed          uint32  `yaml:"seed"`
+	// ClauseMaxWords cuts a clause that runs this many words without punctuation, so
+	// that speech can start (0: no limit; the benchmarks' random-weight models never
+	// write punctuation).
+	ClauseMaxWords int `yaml:"clause_max_words"`
 	// StreamClauses speaks each clause as soon as it is complete; false waits for the
 	// whole reply (the turn-based baseline of `agent bench`).
 	StreamClauses bool `yaml:"stream_clauses"`
@@ -314,8 +318,8 @@ func (c Config) Validate() error {
 	default:
 		add("llm", fmt.Errorf("engine %q (want llama or http)", c.LLM.Engine))
 	}
-	if c.LLM.MaxTokens < 0 || c.LLM.Context < 0 || c.LLM.Threads < 0 || c.LLM.Timeout < 0 {
-		add("llm", errors.New("max_tokens, context, threads and timeout must not be negative"))
+	if c.LLM.MaxTokens < 0 || c.LLM.Context < 0 || c.LLM.Threads < 0 || c.LLM.ClauseMaxWords < 0 || c.LLM.Timeout < 0 {
+		add("llm", errors.New("max_tokens, context, threads, clause_max_words and timeout must not be negative"))
 	}
 	if c.LLM.Temperature < 0 || c.LLM.TopP < 0 || c.LLM.TopP > 1 || c.LLM.MinP < 0 || c.LLM.MinP > 1 {
 		add("llm", errors.New("sampling: temperature ≥ 0, top_p and min_p in [0, 1]"))
