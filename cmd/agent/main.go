@@ -84,6 +84,9 @@ var errUsage = errors.New("usage")
 func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	var interrupt atomic.Pointer[func()]
+	// The screen is made here so that the signal goroutine's message, like a log line,
+	// lands above a live line in progress.
+	screen := console.NewTerminal(os.Stdout, os.Stderr, isTerminal(os.Stdout))
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
@@ -94,14 +97,14 @@ func main() {
 			case toHandler:
 				(*f)()
 			case stopGracefully:
-				fmt.Fprintln(os.Stderr, "agent: stopping; press Ctrl-C again to quit at once")
+				fmt.Fprintln(screen.LogWriter(), "agent: stopping; press Ctrl-C again to quit at once")
 				cancel()
 			case exitNow:
 				os.Exit(signalExitCode(s))
 			}
 		}
 	}()
-	code := runWith(ctx, os.Args[1:], os.Stdout, os.Stderr, &interrupt)
+	code := runWith(ctx, os.Args[1:], screen, &interrupt)
 	signal.Stop(sigs)
 	cancel()
 	os.Exit(code)
@@ -109,10 +112,13 @@ func main() {
 
 // run runs the command line with args (tests call it directly).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return runWith(ctx, args, stdout, stderr, nil)
+	return runWith(ctx, args, console.NewTerminal(stdout, stderr, isTerminal(stdout)), nil)
 }
 
-func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, interrupt *atomic.Pointer[func()]) int {
+// runWith runs the command line on screen (standard output, standard error, and whether
+// the output is a terminal).
+func runWith(ctx context.Context, args []string, screen *console.Terminal, interrupt *atomic.Pointer[func()]) int {
+	stdout, stderr := screen.Out(), screen.Logs()
 	global := flag.NewFlagSet("agent", flag.ContinueOnError)
 	global.SetOutput(stderr)
 	g := addGlobalFlags(global)
@@ -174,16 +180,15 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, inter
 	if level == "" {
 		level = "info"
 	}
-	term := console.NewTerminal(stdout, stderr, isTerminal(stdout))
 	logCfg := logging.Config{Level: level, Modules: modules, File: *g.logFile, Quiet: *g.quiet}
-	logger, closeLog, err := logging.New(logCfg, term.LogWriter())
+	logger, closeLog, err := logging.New(logCfg, screen.LogWriter())
 	if err != nil {
 		fmt.Fprintln(stderr, "agent:", err)
 		return 2
 	}
 	defer closeLog()
 	defer routeNativeLogs(logger)()
-	a := &app{stdout: stdout, stderr: stderr, term: term, log: logger, paths: userdirs.FromEnv(), logCfg: logCfg, interrupt: interrupt}
+	a := &app{stdout: stdout, stderr: stderr, term: screen, log: logger, paths: userdirs.FromEnv(), logCfg: logCfg, interrupt: interrupt}
 	if err := cmd.Run(ctx, a, cmdArgs); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -36,6 +36,13 @@ func NewTerminal(out, logs io.Writer, tty bool) *Terminal {
 // TTY reports whether the terminal redraws lines in place.
 func (t *Terminal) TTY() bool { return t.tty }
 
+// Out returns the conversation's writer, for output that never meets a line in progress
+// (before or after a session).
+func (t *Terminal) Out() io.Writer { return t.out }
+
+// Logs returns the writer log lines go to, without the line-in-progress handling.
+func (t *Terminal) Logs() io.Writer { return t.logs }
+
 // clearLive takes the line in progress off the screen (t.mu held).
 func (t *Terminal) clearLive() {
 	if t.tty && t.live != "" {
