@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,9 @@ import (
 	"github.com/parley-voice/parley/modules/aec/measure"
 	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/vad"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // laptop is the simulated laptop: 30 ms from the speaker to the microphone,
@@ -289,5 +293,40 @@ func BenchmarkReplayEcho(b *testing.B) {
 	}
 	if r.ERLE < measure.Target {
 		b.Errorf("ERLE %.1f dB after convergence, want ≥ %g", r.ERLE, measure.Target)
+	}
+}
+
+// TestLogNamesCoverTheLaptop: the simulated laptop, the echo canceller and their
+// recorders are named in LogNames too.
+func TestLogNamesCoverTheLaptop(t *testing.T) {
+	cfg := demoConfig(t)
+	shared := testenv.SharedDir(t)
+	scenario := writeScenario(t, 2, filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5)
+	eng, err := LoadEngines(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	core, logs := observer.New(zapcore.DebugLevel)
+	sent := &senders{names: map[string]bool{}}
+	echo := laptop
+	if _, err := Replay(context.Background(), cfg, eng, ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true,
+		Logger: zap.New(core), Observers: []iu.Observer{sent}, Echo: &echo}); err != nil {
+		t.Fatal(err)
+	}
+	names := sent.names
+	for _, e := range logs.All() {
+		first, _, _ := strings.Cut(e.LoggerName, ".")
+		names[first] = true
+	}
+	for _, want := range []string{NameEcho, NameAEC} {
+		if !names[want] {
+			t.Errorf("%s neither sent nor logged anything", want)
+		}
+	}
+	for name := range names {
+		if !slices.Contains(LogNames(), name) {
+			t.Errorf("%q sends IUs or logs, but LogNames lacks it", name)
+		}
 	}
 }

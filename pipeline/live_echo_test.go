@@ -18,6 +18,7 @@ import (
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/aec"
+	"github.com/parley-voice/parley/modules/console"
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/vad"
@@ -297,15 +298,16 @@ func liveOnLaptop(t *testing.T, cfg Config, eng *Engines, srv *pulsetest.Server,
 		}
 	}()
 	cfg.Audio.Input, cfg.Audio.Output = "pulse", "pulse"
-	var console strings.Builder
+	var transcript strings.Builder
 	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
-	res, err := Live(ctx, cfg, eng, LiveOptions{Console: &console, SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{watch}, Logger: log})
+	res, err := Live(ctx, cfg, eng, LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"),
+		Observers: []iu.Observer{watch}, Logger: log})
 	<-done
 	t.Cleanup(func() { watch.dump(t) })
-	t.Logf("echo cancellation %v; conversation:\n%s", res.Echo.Decision, console.String())
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("echo cancellation %v; conversation:\n%s", res.Echo.Decision, transcript.String())
 	if driverErr != nil {
 		t.Fatal(driverErr)
 	}

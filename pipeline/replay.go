@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,7 +103,7 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	}
 	// audio.echo_cancel in a replay: auto cancels when the replay simulates a laptop.
 	cancel := aec.DecideReplay(cfg.Audio.EchoCancelMode(), echo != nil)
-	log.Info("echo cancellation", zap.Bool("on", cancel.On), zap.String("why", cancel.Reason), zap.Bool("simulated_laptop", echo != nil))
+	log.Named(NameAEC).Info("echo cancellation", zap.Bool("on", cancel.On), zap.String("why", cancel.Reason), zap.Bool("simulated_laptop", echo != nil))
 	agentWAV := filepath.Join(opts.OutDir, "agent.wav")
 	userWAV := filepath.Join(opts.OutDir, "user.wav")
 	spkCfg := speaker.FileConfig{OutputLatency: cfg.Audio.OutputLatency}
@@ -122,7 +123,7 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 		aio.EchoDelay = echo.Delay
 	}
 	if opts.Console != nil {
-		aio.Console = console.New(NameConsole, opts.Console, false)
+		aio.Console = console.New(NameConsole, console.NewTerminal(opts.Console, nil, false))
 	}
 	var timelineFile *os.File
 	if opts.Record {
@@ -142,12 +143,12 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 		// microphone picked up, aec.wav what the canceller left of it (what the VAD and
 		// the recogniser heard).
 		type recording struct{ name, from, file string }
-		recs := []recording{{"user-audio", NameInput, userWAV}}
+		recs := []recording{{nameUserAudio, NameInput, userWAV}}
 		if echo != nil {
-			recs = append(recs, recording{"mic-audio", NameEcho, filepath.Join(opts.OutDir, "mic.wav")})
+			recs = append(recs, recording{nameMicAudio, NameEcho, filepath.Join(opts.OutDir, "mic.wav")})
 		}
 		if cancel.On {
-			recs = append(recs, recording{"aec-audio", NameAEC, filepath.Join(opts.OutDir, "aec.wav")})
+			recs = append(recs, recording{nameAECAudio, NameAEC, filepath.Join(opts.OutDir, "aec.wav")})
 		}
 		for _, r := range recs {
 			rec := recorder.New(r.name, r.file, 16)
@@ -257,15 +258,12 @@ func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
 	if err != nil {
 		return err
 	}
-	svg, err := os.Create(filepath.Join(dir, "timeline.svg"))
-	if err != nil {
-		return err
+	// Drawn in memory first: a plot that fails leaves no empty file.
+	var svg bytes.Buffer
+	if err := plot.SVG(&svg, entries, plot.Options{}); err != nil {
+		return fmt.Errorf("timeline plot: %w", err)
 	}
-	if err := plot.SVG(svg, entries, plot.Options{}); err != nil {
-		svg.Close()
-		return err
-	}
-	return svg.Close()
+	return os.WriteFile(filepath.Join(dir, "timeline.svg"), svg.Bytes(), 0o644)
 }
 
 // speculationOf leaves the counts out of reports of pipelines that prepare nothing.
