@@ -8,8 +8,12 @@ An LLM shape is a llama-architecture GGUF with a real model's dimensions, the 32
 tokenizer of ../shared/models/llama-2-tiny-random.gguf (padded with made-up tokens up to the
 real model's vocabulary size, so the output layer costs what the real one does), F16 weights
 drawn from N(0, 0.02) and quantized by llama-quantize. A whisper shape is whisper.cpp's
-weightless tiny.en test model with its header's dimensions patched: whisper.cpp then
-allocates zeroed weights of those dimensions and computes at full cost.
+tiny.en test model (real header, mel filters and vocabulary, no weights) with its header's
+dimensions patched and every tensor the loader expects appended as random F16 data: the same
+bytes, tensor for tensor, as the real ggml-*.en.bin files. Without the tensors (--whisper-weights
+none) whisper.cpp still loads the file and encodes at full cost, but its weights are pages
+nobody wrote, which the kernel maps to one shared zero page, so the decoder, which streams its
+weights once per token, runs 10-25 % faster than it does with weights in memory.
 
 Every output is a pure function of its parameters, the source files and the tools' versions:
 the weights come from a per-tensor PCG64 stream (whose raw output numpy keeps stable across
@@ -356,27 +360,82 @@ def build_llm(cache, name, p, shared, threads, tools):
     return path, digest, f"built in {took:.1f} s (F16 {written - start:.1f} s, quantize {took - (written - start):.1f} s)"
 
 
-def build_whisper(cache, name, shape, shared):
+def whisper_tensors(h):
+    """(name, ggml dims ne0.., type) of every tensor whisper.cpp's loader expects, F16 model."""
+    a, t, f16, f32 = h["n_audio_state"], h["n_text_state"], 1, 0
+    out = [("encoder.positional_embedding", (a, h["n_audio_ctx"]), f32),
+           ("encoder.conv1.weight", (3, h["n_mels"], a), f16), ("encoder.conv1.bias", (1, a), f32),
+           ("encoder.conv2.weight", (3, a, a), f16), ("encoder.conv2.bias", (1, a), f32),
+           ("encoder.ln_post.weight", (a,), f32), ("encoder.ln_post.bias", (a,), f32)]
+
+    def block(prefix, n, attns):
+        out.extend([(prefix + "mlp_ln.weight", (n,), f32), (prefix + "mlp_ln.bias", (n,), f32),
+                    (prefix + "mlp.0.weight", (n, 4 * n), f16), (prefix + "mlp.0.bias", (4 * n,), f32),
+                    (prefix + "mlp.2.weight", (4 * n, n), f16), (prefix + "mlp.2.bias", (n,), f32)])
+        for attn in attns:
+            out.extend([(f"{prefix}{attn}_ln.weight", (n,), f32), (f"{prefix}{attn}_ln.bias", (n,), f32),
+                        (f"{prefix}{attn}.query.weight", (n, n), f16), (f"{prefix}{attn}.query.bias", (n,), f32),
+                        (f"{prefix}{attn}.key.weight", (n, n), f16),
+                        (f"{prefix}{attn}.value.weight", (n, n), f16), (f"{prefix}{attn}.value.bias", (n,), f32),
+                        (f"{prefix}{attn}.out.weight", (n, n), f16), (f"{prefix}{attn}.out.bias", (n,), f32)])
+
+    for i in range(h["n_audio_layer"]):
+        block(f"encoder.blocks.{i}.", a, ["attn"])
+    out.extend([("decoder.positional_embedding", (t, h["n_text_ctx"]), f32),
+                ("decoder.token_embedding.weight", (t, h["n_vocab"]), f16),
+                ("decoder.ln.weight", (t,), f32), ("decoder.ln.bias", (t,), f32)])
+    for i in range(h["n_text_layer"]):
+        block(f"decoder.blocks.{i}.", t, ["attn", "cross_attn"])
+    return out
+
+
+def write_whisper_weights(f, hparams):
+    """Appends random weights in whisper.cpp's ggml layout: per tensor n_dims, name length,
+    type, dims, name, data. Norm weights are ones, other vectors zero."""
+    import numpy as np
+
+    table = normal_table(0.02)
+    for tname, dims, ttype in whisper_tensors(hparams):
+        n = 1
+        for d in dims:
+            n *= d
+        f.write(struct.pack(f"<3i{len(dims)}i", len(dims), len(tname.encode()), ttype, *dims))
+        f.write(tname.encode())
+        if ttype == 1:
+            f.write(random_f16(table, tname, (n,)).tobytes())
+        elif tname.endswith("ln.weight") or tname.endswith("ln_post.weight"):
+            f.write(np.ones(n, dtype="<f4").tobytes())
+        else:
+            f.write(np.zeros(n, dtype="<f4").tobytes())
+
+
+def build_whisper(cache, name, shape, shared, weights):
     source = os.path.join(shared, WHISPER_SOURCE)
     with open(source, "rb") as f:
         data = bytearray(f.read())
     if len(data) < 48 or struct.unpack_from("<I", data, 0)[0] != WHISPER_MAGIC:
         raise ValueError(f"{source}: not a whisper.cpp ggml model")
     hparams = dict(zip(WHISPER_FIELDS, struct.unpack_from("<11i", data, 4)))
+    if hparams["ftype"] != 1:
+        raise ValueError(f"{source}: ftype {hparams['ftype']}, want 1 (F16)")
     hparams.update(n_audio_state=shape["state"], n_audio_head=shape["heads"], n_audio_layer=shape["layers"],
                    n_text_state=shape["state"], n_text_head=shape["heads"], n_text_layer=shape["layers"])
-    inputs = dict(generator=GENERATOR_VERSION, kind="whisper", name=name, hparams=hparams,
+    inputs = dict(generator=GENERATOR_VERSION, kind="whisper", name=name, hparams=hparams, weights=weights, seed=SEED,
                   source=os.path.basename(source), source_sha256=hashlib.sha256(data).hexdigest())
-    path = os.path.join(cache.root, f"{name}.bin")
+    suffix = "-weightless" if weights == "none" else ""
+    path = os.path.join(cache.root, f"{name}{suffix}.bin")
     digest = cache.lookup(path, inputs)
     if digest:
         return path, digest, "cached"
+    start = time.monotonic()
     struct.pack_into("<11i", data, 4, *(hparams[k] for k in WHISPER_FIELDS))
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=cache.root)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+        if weights == "random":
+            write_whisper_weights(f, hparams)
     os.chmod(tmp, 0o644)
-    return path, cache.commit(tmp, path, inputs), "built"
+    return path, cache.commit(tmp, path, inputs), f"built in {time.monotonic() - start:.1f} s"
 
 
 def stop(signum, frame):
@@ -393,6 +452,9 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="llama-quantize threads")
     ap.add_argument("--llm", action="append", default=[], metavar="NAME:key=value,...",
                     help="an extra LLM shape, e.g. tiny:hidden=64,layers=2,heads=4,kv_heads=2,ffn=128")
+    ap.add_argument("--whisper-weights", choices=("random", "none"), default="random",
+                    help="random: full random F16 weights (default); none: the header alone, NAME-weightless.bin, "
+                         "whose never-written weights make decoding 10-25 %% faster than real weights")
     ap.add_argument("--list", action="store_true", help="list the built-in shapes and exit")
     ap.add_argument("names", nargs="*", help="shapes to build (default: all built-in ones)")
     args = ap.parse_args()
@@ -419,7 +481,7 @@ def main():
         cache.remove_leftovers()
         for name in names:
             if name in WHISPER_SHAPES:
-                path, digest, status = build_whisper(cache, name, WHISPER_SHAPES[name], args.shared)
+                path, digest, status = build_whisper(cache, name, WHISPER_SHAPES[name], args.shared, args.whisper_weights)
             else:
                 if tools is None:
                     import gguf.constants  # noqa: F401 (fails early when the module is missing)

@@ -7,13 +7,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/parley-voice/parley/internal/testenv"
+	"github.com/parley-voice/parley/modelstore"
 )
 
 // small is quick to build (about a second): two layers of 64, the full 32k vocabulary.
@@ -197,16 +201,67 @@ func TestWhisperShapeLoadsAndComputes(t *testing.T) {
 	if h.AudioState != 512 || h.AudioHead != 8 || h.AudioLayer != 6 || h.TextState != 512 || h.TextHead != 8 || h.TextLayer != 6 {
 		t.Errorf("header %+v, want base.en's 512 state, 8 heads, 6 layers", h)
 	}
-	// A short encoder window (-ac) keeps this quick; whisper-bench measures the full one.
-	out, err := exec.Command(cli, "-m", path, "-f", audio, "-ac", "64", "-t", "2").CombinedOutput()
+	// A short encoder window (-ac), 2 s of audio and greedy decoding without fallbacks keep
+	// this quick; whisper-bench measures the full cost.
+	out, err := exec.Command(cli, "-m", path, "-f", audio, "-ac", "64", "-d", "2000", "-bs", "1", "-bo", "1", "-nf", "-t", "2").CombinedOutput()
 	if err != nil {
 		t.Fatalf("whisper-cli: %v\n%s", err, out)
 	}
 	log := string(out)
-	for _, want := range []string{"n_audio_state = 512", "(base)", "assuming empty model for testing", "encode time"} {
+	for _, want := range []string{"n_audio_state = 512", "(base)", "encode time", "decode time"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("whisper-cli's log lacks %q:\n%s", want, log)
 		}
+	}
+	// Every byte after the test file's header is tensor data whisper.cpp loaded (less the
+	// tensors' names and dimensions).
+	header, err := os.Stat(filepath.Join(b.Shared, filepath.FromSlash("models/ggml-tiny.en-for-tests.bin")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`model size\s*=\s*([0-9.]+) MB`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("whisper-cli's log has no model size:\n%s", log)
+	}
+	loaded, _ := strconv.ParseFloat(m[1], 64)
+	if tensors := float64(len(data)-int(header.Size())) / 1e6; loaded < 0.99*tensors || loaded > tensors {
+		t.Errorf("whisper.cpp loaded %.2f MB of weights, the file holds %.2f MB after the header", loaded, tensors)
+	}
+}
+
+// TestShapesMatchRealModelSizes builds the default LLM and whisper shapes in the shared
+// cache (so a later bench reuses them) and compares their sizes with the real files'.
+func TestShapesMatchRealModelSizes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the 0.5B shape (about 15 s)")
+	}
+	b := builder(t)
+	b.Dir = "" // the default cache
+	for _, tc := range []struct {
+		shape string
+		slack float64 // allowed relative size difference
+	}{
+		// Qwen's merges list and q/k/v biases are not in the shape: 0.5 % smaller.
+		{Qwen25_05B, 0.01},
+		// Same tensors byte for byte; the test file's header section is a few hundred bytes longer.
+		{WhisperBaseEn, 1e-5},
+	} {
+		path, err := b.Ensure(context.Background(), tc.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := modelstore.Builtin().Find(Imitates(tc.shape))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := math.Abs(float64(st.Size()-want.Size)) / float64(want.Size); diff > tc.slack {
+			t.Errorf("%s: %d bytes, the real %s has %d (%.2f %% apart, allowed %.2f %%)", tc.shape, st.Size(), want.Name, want.Size, 100*diff, 100*tc.slack)
+		}
+		t.Logf("%s: %d bytes; real %s: %d", tc.shape, st.Size(), want.File, want.Size)
 	}
 }
 
