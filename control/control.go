@@ -16,8 +16,16 @@ const (
 	// Resume continues paused audio from where it paused (the barge-in was not real).
 	Resume
 	// Interrupt ends turn TurnID at once: the LLM stops generating, the TTS drops what it
-	// has not synthesised, and the speaker flushes and reports what was last heard.
+	// has not synthesised, and the speaker flushes and reports what was last heard. It
+	// also ends any ducking: the next audio plays at full volume.
 	Interrupt
+	// Duck lowers the agent's audio to Gain dB with a short ramp, without stopping it:
+	// the user may be starting to speak, and the manager has not decided yet whether
+	// this is a real interruption. Only the speaker acts on it.
+	Duck
+	// Unduck brings the agent's audio back to full volume (the sound was a backchannel
+	// or noise).
+	Unduck
 )
 
 func (a Action) String() string {
@@ -30,6 +38,10 @@ func (a Action) String() string {
 		return "resume"
 	case Interrupt:
 		return "interrupt"
+	case Duck:
+		return "duck"
+	case Unduck:
+		return "unduck"
 	}
 	return fmt.Sprintf("action(%d)", uint8(a))
 }
@@ -41,6 +53,9 @@ type Command struct {
 	TurnID int
 	// Reason says why, for logs and timelines.
 	Reason string
+	// Gain is Duck's level relative to full volume, in dB (negative; -12 is a quarter
+	// of the amplitude).
+	Gain float64
 }
 
 // Kind implements iu.Payload.
@@ -48,6 +63,9 @@ func (c Command) Kind() string { return "control" }
 
 // Summary implements iu.Payload.
 func (c Command) Summary() string {
+	if c.Action == Duck {
+		return fmt.Sprintf("%s turn %d to %.0f dB (%s)", c.Action, c.TurnID, c.Gain, c.Reason)
+	}
 	if c.Reason != "" {
 		return fmt.Sprintf("%s turn %d (%s)", c.Action, c.TurnID, c.Reason)
 	}

@@ -24,6 +24,9 @@ type Options struct {
 	// lead rides out longer stalls of the module; it does not delay Pause or Interrupt,
 	// which take effect at the output itself.
 	Lead time.Duration `yaml:"lead" json:"lead"`
+	// DuckRamp is how long a change of level (Duck, Unduck) takes: a linear ramp, short
+	// enough to act within a device buffer or two, long enough not to click (15 ms).
+	DuckRamp time.Duration `yaml:"duck_ramp" json:"duck_ramp"`
 	// Quality is the resampler's quality.
 	Quality audio.Quality `yaml:"-" json:"-"`
 }
@@ -38,6 +41,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.Lead <= 0 {
 		o.Lead = 100 * time.Millisecond
+	}
+	if o.DuckRamp <= 0 {
+		o.DuckRamp = 15 * time.Millisecond
 	}
 	return o
 }
@@ -110,6 +116,7 @@ func (s *Speaker) Run(ctx context.Context, p *iu.Ports) error {
 		return err
 	}
 	ring := newRing(ringCapacity(rate, s.opts.Lead, s.opts.Step))
+	ring.setRamp(audio.DurationToSamples(s.opts.DuckRamp, rate))
 	pl := newPlayer(ring, out, s.opts.Quality, s.opts.Lead, s.opts.Step, start, log)
 	if err := out.Begin(ring); err != nil {
 		out.Close(false)
