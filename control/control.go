@@ -19,6 +19,13 @@ const (
 	// has not synthesised, and the speaker flushes and reports what was last heard. It
 	// also ends any ducking: the next audio plays at full volume.
 	Interrupt
+	// Prepare asks the LLM to generate agent turn TurnID ahead, from the user's words so
+	// far (Text), while the user's turn may not be over: its clauses and audio stay
+	// tentative (the speaker holds them) until a Respond for the same turn confirms
+	// them, or a Withdraw drops them unheard.
+	Prepare
+	// Withdraw drops prepared turn TurnID: everything of it is revoked.
+	Withdraw
 	// Duck lowers the agent's audio to Gain dB with a short ramp, without stopping it:
 	// the user may be starting to speak, and the manager has not decided yet whether
 	// this is a real interruption. Only the speaker acts on it.
@@ -38,6 +45,10 @@ func (a Action) String() string {
 		return "resume"
 	case Interrupt:
 		return "interrupt"
+	case Prepare:
+		return "prepare"
+	case Withdraw:
+		return "withdraw"
 	case Duck:
 		return "duck"
 	case Unduck:
@@ -53,6 +64,8 @@ type Command struct {
 	TurnID int
 	// Reason says why, for logs and timelines.
 	Reason string
+	// Text is the user's words a Prepare prepares the turn for.
+	Text string
 	// Gain is Duck's level relative to full volume, in dB (negative; -12 is a quarter
 	// of the amplitude).
 	Gain float64
@@ -63,11 +76,15 @@ func (c Command) Kind() string { return "control" }
 
 // Summary implements iu.Payload.
 func (c Command) Summary() string {
+	s := fmt.Sprintf("%s turn %d", c.Action, c.TurnID)
 	if c.Action == Duck {
-		return fmt.Sprintf("%s turn %d to %.0f dB (%s)", c.Action, c.TurnID, c.Gain, c.Reason)
+		s += fmt.Sprintf(" to %.0f dB", c.Gain)
+	}
+	if c.Text != "" {
+		s += fmt.Sprintf(" for %q", c.Text)
 	}
 	if c.Reason != "" {
-		return fmt.Sprintf("%s turn %d (%s)", c.Action, c.TurnID, c.Reason)
+		s += " (" + c.Reason + ")"
 	}
-	return fmt.Sprintf("%s turn %d", c.Action, c.TurnID)
+	return s
 }

@@ -344,17 +344,6 @@ func (s *Store) Prompt(ctx context.Context, turnID int) (FittedPrompt, error) {
 	return fp, nil
 }
 
-// Draft is the prompt of an agent turn as it would be if the user's turn in progress
-// ended now, split where the user's text ends: Prefix can be fed to the model while the
-// user still speaks (it is a prefix of the final prompt as long as the words hold), and
-// Prefix+Closing is the whole prompt.
-type Draft struct {
-	Prefix, Closing string
-	Stop            []string
-	// Tokens is the whole prompt's token count (0 without a tokenizer).
-	Tokens int
-}
-
 // ErrNoDraft means the format puts something between the user's text and the end of the
 // prompt that depends on the text, so no prefix can be fed ahead.
 var ErrNoDraft = errors.New("dialogue: the prompt format gives no stable prefix for the user's turn")
@@ -362,8 +351,11 @@ var ErrNoDraft = errors.New("dialogue: the prompt format gives no stable prefix 
 // DraftPrompt builds the prompt agent turn turnID would get if the user's utterance
 // userText (user turn turnID-1, through the same Input transform as stored turns) ended
 // the user's turn now: the same memory view and context fitting as Prompt, without
-// storing anything.
-func (s *Store) DraftPrompt(ctx context.Context, turnID int, userText string) (Draft, error) {
+// storing anything. It is split where the user's text ends: prefix can be fed to the
+// model while the user still speaks (it stays a prefix of the final prompt as long as
+// the words hold), and prefix+closing is the whole prompt. It implements the LLM
+// module's DraftBuilder.
+func (s *Store) DraftPrompt(ctx context.Context, turnID int, userText string) (prefix, closing string, stop []string, err error) {
 	if s.cfg.Input != nil {
 		userText = s.cfg.Input.TransformInput(userText)
 	}
@@ -372,8 +364,16 @@ func (s *Store) DraftPrompt(ctx context.Context, turnID int, userText string) (D
 	var format Format
 	if err := s.call(ctx, func(st *storeState) {
 		h := st.h.Clone()
-		if _, err := h.Append(Utterance{Speaker: User, TurnID: turnID - 1, Text: userText}); err != nil {
-			return
+		stored := false
+		for _, u := range h.utterances {
+			stored = stored || (u.Speaker == User && u.TurnID == turnID-1)
+		}
+		// Once the turn is stored (the user's turn ended before the draft was asked
+		// for) the draft is the prompt itself.
+		if !stored {
+			if _, err := h.Append(Utterance{Speaker: User, TurnID: turnID - 1, Text: userText}); err != nil {
+				return
+			}
 		}
 		opts := ForTurn(turnID)
 		view := st.mem.View(h.utterances, h.selected(opts))
@@ -389,7 +389,7 @@ func (s *Store) DraftPrompt(ctx context.Context, turnID int, userText string) (D
 			}
 		}
 	}); err != nil {
-		return Draft{}, err
+		return "", "", nil, err
 	}
 	tok := s.cfg.Tokenizer
 	if s.cfg.ContextSize == 0 {
@@ -398,14 +398,14 @@ func (s *Store) DraftPrompt(ctx context.Context, turnID int, userText string) (D
 	budget := s.cfg.ContextSize - s.cfg.ReplyReserve
 	fp, err := src.fitWith(ctx, tok, budget, max(budget-s.cfg.FitSlack, 0), prefer)
 	if err != nil {
-		return Draft{}, fmt.Errorf("dialogue: draft prompt for turn %d: %w", turnID, err)
+		return "", "", nil, fmt.Errorf("dialogue: draft prompt for turn %d: %w", turnID, err)
 	}
 	text := strings.TrimSpace(userText)
-	closing := format.User.Suf + format.Prompt.Suf + format.Cue()
+	closing = format.User.Suf + format.Prompt.Suf + format.Cue()
 	if text == "" || !strings.HasSuffix(fp.Text, text+closing) {
-		return Draft{}, ErrNoDraft
+		return "", "", nil, ErrNoDraft
 	}
-	return Draft{Prefix: fp.Text[:len(fp.Text)-len(closing)], Closing: closing, Stop: fp.Stop, Tokens: fp.Tokens}, nil
+	return fp.Text[:len(fp.Text)-len(closing)], closing, fp.Stop, nil
 }
 
 // BuildPrompt implements the LLM module's prompt builder: the prompt for agent turn

@@ -249,7 +249,7 @@ func TestDraftPromptIsAPrefixOfThePrompt(t *testing.T) {
 				turn := 1
 				for _, exchange := range [][2]string{{"hello there", "Hi! How can I help?"}, {"what time is it", "It is noon."}, {"and the date", "The first of May."}} {
 					user := "  " + exchange[0] + "  now " // the Input transform applies to drafts too
-					d, err := s.DraftPrompt(ctx, turn+1, user)
+					prefix, closing, _, err := s.DraftPrompt(ctx, turn+1, user)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -260,11 +260,11 @@ func TestDraftPromptIsAPrefixOfThePrompt(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if d.Prefix+d.Closing != fp.Text {
-						t.Fatalf("draft %q + %q\nprompt %q", d.Prefix, d.Closing, fp.Text)
+					if prefix+closing != fp.Text {
+						t.Fatalf("draft %q + %q\nprompt %q", prefix, closing, fp.Text)
 					}
-					if !strings.HasSuffix(d.Prefix, exchange[0]+" now") {
-						t.Fatalf("prefix %q does not end with the user's text", d.Prefix)
+					if !strings.HasSuffix(prefix, exchange[0]+" now") {
+						t.Fatalf("prefix %q does not end with the user's text", prefix)
 					}
 					if err := s.AppendUtterance(ctx, Utterance{Speaker: Agent, TurnID: turn + 1, Text: exchange[1]}); err != nil {
 						t.Fatal(err)
@@ -279,7 +279,7 @@ func TestDraftPromptIsAPrefixOfThePrompt(t *testing.T) {
 		}
 	}
 	s := newTestStore(t, NewHistory(mustFormat(t, "chatml"), ""), nil, StoreConfig{})
-	if _, err := s.DraftPrompt(ctx, 2, "   "); !errors.Is(err, ErrNoDraft) {
+	if _, _, _, err := s.DraftPrompt(ctx, 2, "   "); !errors.Is(err, ErrNoDraft) {
 		t.Fatalf("draft of no words: %v", err)
 	}
 }

@@ -303,6 +303,19 @@ func (p *Ports) run(ctx context.Context) error {
 		cancel()
 		p.workers.Wait()
 		close(nd.done)
+		if !p.inputDone {
+			// The module ended before its input did (it knew its work was done): what its
+			// producers still send is nobody's work now. Take it, so that on a virtual
+			// clock it does not hold time still, until the last producer has ended.
+			go func() {
+				for m := range nd.inbox {
+					p.end()
+					if m.endOfInput {
+						return
+					}
+				}
+			}()
+		}
 		for _, c := range nd.consumers {
 			if c.live.Add(-1) == 0 {
 				// The last producer tells the consumer in band, after everything it sent.
@@ -317,6 +330,11 @@ func (p *Ports) run(ctx context.Context) error {
 // deliver puts m into c's inbox; on a virtual clock the message is a unit of work from
 // now until the consumer takes it.
 func (p *Ports) deliver(ctx context.Context, c *node, m Message) error {
+	select {
+	case <-c.done:
+		return nil // the consumer is gone
+	default:
+	}
 	p.begin()
 	select {
 	case c.inbox <- m:

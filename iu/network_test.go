@@ -522,3 +522,48 @@ func TestVirtualClockRunsFastAndDeterministically(t *testing.T) {
 		}
 	}
 }
+
+// TestModuleEndingEarlyDoesNotHoldVirtualTime: a module that returns before its input
+// ended (its work was done) must not freeze a virtual clock with what its producers
+// still send it: the ticks after its end keep coming on time.
+func TestModuleEndingEarlyDoesNotHoldVirtualTime(t *testing.T) {
+	start := time.Unix(1000, 0)
+	vc := clock.NewVirtual(start)
+	defer vc.Close()
+	early := ModuleFunc{ModuleName: "early", Fn: func(ctx context.Context, p *Ports) error {
+		for n := 0; n < 3; {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil {
+				return err
+			}
+			if ev.Kind == EventMessage {
+				n++
+			}
+		}
+		return nil // done after three ticks, though ten come
+	}}
+	var last time.Duration
+	late := ModuleFunc{ModuleName: "late", Fn: func(ctx context.Context, p *Ports) error {
+		for {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil || ev.Kind == EventInputDone {
+				return err
+			}
+			last = p.Now().Sub(start)
+		}
+	}}
+	n := NewNetwork(WithClock(vc))
+	tk := ticker("tick", time.Second, 10)
+	if err := n.Add(tk, early, late); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []Module{early, late} {
+		if err := n.Connect(tk, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustRun(t, n)
+	if last != 10*time.Second {
+		t.Fatalf("the last tick came at %v, want 10s", last)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/llm/llamacpp"
 	"github.com/parley-voice/parley/modules/manager"
+	"github.com/parley-voice/parley/modules/turnend"
 	"go.uber.org/zap"
 )
 
@@ -29,6 +30,7 @@ const (
 	NameManager = "manager"
 	NameLLM     = "llm"
 	NameHold    = "hold"
+	NameTurnEnd = "turn-end"
 	NameTTS     = "tts"
 	NameSpeaker = "speaker"
 	NameConsole = "console"
@@ -279,12 +281,27 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	a.Store = store
 	a.closers = append(a.closers, store.Close)
 
-	vadMod, closeVAD, err := openVAD(NameVAD, cfg.VAD)
+	predictive := cfg.Pipeline == Predictive
+	vadCfg, asrCfg := cfg.VAD, cfg.ASR
+	var turnEnd *turnend.Module
+	if predictive {
+		policy, err := cfg.EndOfTurn.NewPolicy(cfg.VAD.EndOfTurn)
+		if err != nil {
+			return fail(fmt.Errorf("end_of_turn: %w", err))
+		}
+		turnEnd = turnend.New(NameTurnEnd, policy, cfg.EndOfTurn.FreshSlack)
+		// The VAD's own end of turn is the policy's fallback: it must not come before
+		// the longest wait the policy may choose.
+		vadCfg.EndOfTurn = max(vadCfg.EndOfTurn, cfg.EndOfTurn.Holds.Long+300*time.Millisecond)
+		asrCfg.EndOfTurnFrom = NameTurnEnd
+		asrCfg.EarlyFinal = true
+	}
+	vadMod, closeVAD, err := openVAD(NameVAD, vadCfg)
 	if err != nil {
 		return fail(fmt.Errorf("vad: %w", err))
 	}
 	a.closers = append(a.closers, closeVAD)
-	asrMod, closeASR, err := openASR(NameASR, cfg.ASR)
+	asrMod, closeASR, err := openASR(NameASR, asrCfg)
 	if err != nil {
 		return fail(fmt.Errorf("asr: %w", err))
 	}
@@ -303,8 +320,13 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	if words := cfg.Dialogue.RemoveWords; len(words) > 0 {
 		llmCfg.NewFilter = func() llm.StreamFilter { return dialogue.NewKeywordFilter(words...) }
 	}
+	llmCfg.Prefill = predictive
 	llmMod := llm.NewModule(NameLLM, eng.LLM, store, llmCfg)
-	mgr := manager.New(NameManager, store, manager.Options{Turns: cfg.TurnTaking})
+	mgrOpts := manager.Options{Turns: cfg.TurnTaking}
+	if predictive {
+		mgrOpts.EndOfTurnFrom = NameTurnEnd
+	}
+	mgr := manager.New(NameManager, store, mgrOpts)
 	a.Manager = mgr
 	a.Latencies = manager.NewLatencyObserver(manager.LatencyOptions{LLM: NameLLM, Origin: clk.Now(), OnTurn: io.OnMetrics, Logger: log.Named("metrics")})
 
@@ -326,6 +348,9 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		mods = append(mods, hold.New(NameHold))
 		toTTS = NameHold
 	}
+	if turnEnd != nil {
+		mods = append(mods, turnEnd)
+	}
 	if io.Console != nil {
 		mods = append(mods, io.Console)
 	}
@@ -344,6 +369,15 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	if toTTS == NameHold {
 		links = append(links, [2]string{NameLLM, NameHold}, [2]string{NameManager, NameHold})
+	}
+	if turnEnd != nil {
+		// The end-of-turn policy hears the stream's position, the VAD, the words and the
+		// LLM's estimate, and ends the turn for the recogniser and the manager; the LLM
+		// reads the words as they come.
+		links = append(links,
+			[2]string{NameInput, NameTurnEnd}, [2]string{NameVAD, NameTurnEnd}, [2]string{NameASR, NameTurnEnd},
+			[2]string{NameLLM, NameTurnEnd}, [2]string{NameTurnEnd, NameASR}, [2]string{NameTurnEnd, NameManager},
+			[2]string{NameASR, NameLLM})
 	}
 	if io.Console != nil {
 		for _, from := range []string{NameASR, NameManager, NameLLM, NameSpeaker} {

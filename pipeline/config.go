@@ -19,13 +19,35 @@ import (
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/tts"
+	"github.com/parley-voice/parley/modules/turnend"
 	"github.com/parley-voice/parley/modules/vad"
 	"github.com/parley-voice/parley/userdirs"
 	"go.yaml.in/yaml/v3"
 )
 
+// Pipelines: how far the incremental processing reaches.
+const (
+	// Predictive: the LLM reads the user's words while they speak, a reply is prepared
+	// during the user's pauses and plays at once when their turn ends with the same
+	// words, and the end of the turn is predicted from the words and the LLM (package
+	// turnend). The default.
+	Predictive = "predictive"
+	// Incremental: incremental recognition and speech, but the LLM starts at the end of
+	// the user's turn, which a fixed silence decides (the architecture of Pipecat and
+	// LiveKit Agents).
+	Incremental = "incremental"
+	// TurnBased: no partial recognition, and the whole reply is generated before the
+	// agent speaks.
+	TurnBased = "turn-based"
+)
+
+// Pipelines lists the pipelines, newest first.
+var Pipelines = []string{Predictive, Incremental, TurnBased}
+
 // Config is the agent's configuration file.
 type Config struct {
+	// Pipeline is predictive (the default), incremental or turn-based.
+	Pipeline   string         `yaml:"pipeline"`
 	Audio      AudioConfig    `yaml:"audio"`
 	VAD        vad.Config     `yaml:"vad"`
 	ASR        asr.Config     `yaml:"asr"`
@@ -33,8 +55,10 @@ type Config struct {
 	TTS        tts.Config     `yaml:"tts"`
 	Dialogue   DialogueConfig `yaml:"dialogue"`
 	TurnTaking manager.Config `yaml:"turn_taking"`
-	Session    SessionConfig  `yaml:"session"`
-	Logging    logging.Config `yaml:"logging"`
+	// EndOfTurn is the predictive pipeline's end-of-turn policy.
+	EndOfTurn turnend.Config `yaml:"end_of_turn"`
+	Session   SessionConfig  `yaml:"session"`
+	Logging   logging.Config `yaml:"logging"`
 }
 
 // AudioConfig chooses the sound devices for live use.
@@ -155,7 +179,9 @@ func Default(paths userdirs.Paths) Config {
 			Memory:      MemoryConfig{Strategy: "buffer"},
 			RemoveWords: []string{"*", "#"},
 		},
+		Pipeline:   Predictive,
 		TurnTaking: manager.DefaultConfig(),
+		EndOfTurn:  turnend.DefaultConfig(),
 		Session:    SessionConfig{Dir: paths.Sessions, AutoSave: true},
 		Logging:    logging.Config{Level: "info"},
 	}
@@ -210,7 +236,7 @@ func Parse(data []byte, dir string, base Config) (Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
-	return cfg, nil
+	return WithPipeline(cfg, cfg.Pipeline), nil
 }
 
 // expandPath expands environment variables and ~, and makes relative paths relative to dir.
@@ -251,6 +277,17 @@ func (c Config) Validate() error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", section, err))
 		}
+	}
+	switch c.Pipeline {
+	case Predictive, Incremental, TurnBased:
+	default:
+		add("pipeline", fmt.Errorf("%q (want %s)", c.Pipeline, strings.Join(Pipelines, ", ")))
+	}
+	if c.Pipeline == Predictive {
+		add("end_of_turn", c.EndOfTurn.Validate())
+	}
+	if c.TurnTaking.Prepare.After < 0 {
+		add("turn_taking.prepare", errors.New("after must not be negative"))
 	}
 	add("vad", c.VAD.Validate())
 	add("tts", c.TTS.Validate())
@@ -317,13 +354,19 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// TurnBased returns cfg changed into the turn-based baseline: no partial recognition
-// (the recogniser decodes once the turn ended) and the whole reply generated before the
-// agent speaks.
-func TurnBased(cfg Config) Config {
-	cfg.LLM.StreamClauses = false
-	cfg.ASR.Hop = 24 * time.Hour // no partial hypotheses: one decode at the end of the turn
-	cfg.ASR.Speculative = false  // and not before it
-	cfg.TurnTaking.BargeIn.MinWords = 0
+// WithPipeline returns cfg changed to run pipeline name (see Predictive, Incremental and
+// TurnBased); the baselines turn off what they do not have.
+func WithPipeline(cfg Config, name string) Config {
+	cfg.Pipeline = name
+	switch name {
+	case Incremental:
+		cfg.TurnTaking.Prepare.After = 0
+	case TurnBased:
+		cfg.TurnTaking.Prepare.After = 0
+		cfg.LLM.StreamClauses = false
+		cfg.ASR.Hop = 24 * time.Hour // no partial hypotheses: one decode at the end of the turn
+		cfg.ASR.Speculative = false  // and not before it
+		cfg.TurnTaking.BargeIn.MinWords = 0
+	}
 	return cfg
 }

@@ -100,13 +100,28 @@ func TestShippedConfigsLoad(t *testing.T) {
 	}
 }
 
-func TestTurnBased(t *testing.T) {
-	c := TurnBased(testBase(t))
-	if c.LLM.StreamClauses || c.ASR.Speculative || c.ASR.Hop < time.Hour {
-		t.Errorf("turn-based config still incremental: %+v %+v", c.LLM, c.ASR)
+func TestPipelines(t *testing.T) {
+	c := WithPipeline(testBase(t), TurnBased)
+	if c.LLM.StreamClauses || c.ASR.Speculative || c.ASR.Hop < time.Hour || c.TurnTaking.Prepare.After != 0 {
+		t.Errorf("turn-based config still incremental: %+v %+v %+v", c.LLM, c.ASR, c.TurnTaking.Prepare)
 	}
 	if err := c.Validate(); err != nil {
 		t.Error(err)
+	}
+	c = WithPipeline(testBase(t), Incremental)
+	if !c.LLM.StreamClauses || c.TurnTaking.Prepare.After != 0 {
+		t.Errorf("incremental config prepares replies or waits for whole replies: %+v %+v", c.LLM, c.TurnTaking.Prepare)
+	}
+	c = WithPipeline(testBase(t), Predictive)
+	if c.TurnTaking.Prepare.After == 0 || c.Pipeline != Predictive {
+		t.Errorf("predictive config prepares nothing: %+v", c.TurnTaking.Prepare)
+	}
+	if _, err := Parse([]byte("pipeline: telepathic\n"), "", testBase(t)); err == nil {
+		t.Error("an unknown pipeline was accepted")
+	}
+	c, err := Parse([]byte("pipeline: incremental\n"), "", testBase(t))
+	if err != nil || c.TurnTaking.Prepare.After != 0 {
+		t.Errorf("pipeline: incremental in a file: %v, prepare %v", err, c.TurnTaking.Prepare)
 	}
 }
 

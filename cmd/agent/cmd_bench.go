@@ -37,7 +37,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	runs := fs.Int("n", 3, "replays per pipeline")
 	out := fs.String("o", "", "output directory for bench.json and the replays (default: bench-TIME in the logs directory)")
 	maxTokens := fs.Int("max-tokens", 40, "reply length in tokens (0: the config's)")
-	only := fs.String("pipeline", "both", "incremental, turn-based or both")
+	only := fs.String("pipeline", "all", "predictive, incremental, turn-based or all")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -70,12 +70,13 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	modes := []struct {
 		name string
 		cfg  pipeline.Config
-	}{{"incremental", cfg}, {"turn-based", pipeline.TurnBased(cfg)}}
+	}{{pipeline.Predictive, pipeline.WithPipeline(cfg, pipeline.Predictive)}, {pipeline.Incremental, pipeline.WithPipeline(cfg, pipeline.Incremental)},
+		{pipeline.TurnBased, pipeline.WithPipeline(cfg, pipeline.TurnBased)}}
 	report := benchReport{Scenario: scenario, Config: from, Runs: *runs, Date: time.Now().UTC(),
 		Modes: map[string]map[string]metrics.Stats{}, Turns: map[string][]metrics.Turn{}}
 	fmt.Fprintf(a.stdout, "bench: %s, %d real-time replay(s) per pipeline, config %s\n", scenario, *runs, from)
 	for _, m := range modes {
-		if *only != "both" && *only != m.name {
+		if *only != "all" && *only != m.name {
 			continue
 		}
 		var turns []metrics.Turn

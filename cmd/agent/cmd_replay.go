@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +27,7 @@ func runReplay(ctx context.Context, a *app, args []string) error {
 	cfgPath := configFlag(fs)
 	out := fs.String("o", "", "output directory (default: replays/NAME-TIME in the logs directory)")
 	clockName := fs.String("clock", "virtual", "virtual (as fast as possible, deterministic) or real (real time, real latencies)")
-	turnBased := fs.Bool("turn-based", false, "generate the whole reply before speaking (the baseline pipeline)")
+	pipe := fs.String("pipeline", "", "predictive, incremental or turn-based (default: the config's, predictive)")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -41,8 +42,11 @@ func runReplay(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *turnBased {
-		cfg = pipeline.TurnBased(cfg)
+	if *pipe != "" {
+		if !slices.Contains(pipeline.Pipelines, *pipe) {
+			return usageErrorf("--pipeline must be one of %s", strings.Join(pipeline.Pipelines, ", "))
+		}
+		cfg = pipeline.WithPipeline(cfg, *pipe)
 	}
 	dir := *out
 	if dir == "" {

@@ -42,6 +42,13 @@ type Config struct {
 	// FinalDecoder. Costs: decodes that resumed speech throws away, and pocketsphinx's
 	// models loaded a second time (about 90 MB). The turn-based baseline turns it off.
 	Speculative bool `yaml:"speculative"`
+	// EarlyFinal reports the words of a speculative final decode as soon as it is done,
+	// before the end of turn (as uncommitted words with stability 1), so that a reply
+	// can be prepared for the transcript the turn will most likely end with.
+	EarlyFinal bool `yaml:"early_final"`
+	// EndOfTurnFrom, when set, names the only module whose end-of-turn IUs end the
+	// user's turn (another end-of-turn policy than the VAD's own silence).
+	EndOfTurnFrom string `yaml:"-"`
 	// History is how much recent audio is kept for the pre-roll of the next utterance;
 	// it must cover the VAD's onset confirmation delay plus padding and PreRoll.
 	History time.Duration `yaml:"history"`
@@ -312,8 +319,15 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 			r.segmentEnd(up.IU.ID, pl)
 		}
 	case vad.EndOfTurn:
-		if up.Type == iu.Add {
+		if from := r.m.cfg.EndOfTurnFrom; up.Type == iu.Add && (from == "" || up.IU.ID.Creator() == from) {
 			r.endOfTurn(pl)
+		}
+	case audio.EndOfStream:
+		// The end-of-turn policy passes the stream's end on after its last end of turn:
+		// nothing more will come. (The ASR and that policy read each other, so neither
+		// would otherwise see its input end.)
+		if from := r.m.cfg.EndOfTurnFrom; from != "" && up.Type == iu.Add && up.IU.ID.Creator() == from {
+			r.endInput()
 		}
 	}
 	return nil // frame commits carry nothing new for the ASR
@@ -635,6 +649,14 @@ func (r *runner) result(ctx context.Context, res jobResult) error {
 		if f.speculative {
 			r.log.Debug("speculative final done", zap.Int("utterance", u.id), zap.Bool("turn_ended", u.ended),
 				zap.Duration("took", r.p.Now().Sub(f.started)))
+			if r.m.cfg.EarlyFinal && !u.ended {
+				// Its words are what the turn will most likely end with: say so now.
+				target := make([]Word, len(f.hyp.Words))
+				for i, w := range f.hyp.Words {
+					target[i] = r.word(u, w, 1)
+				}
+				return r.reconcile(ctx, u, target, false)
+			}
 		}
 		return nil // advance commits it once the end of turn confirmed it
 	case jobFinal:

@@ -15,6 +15,8 @@ type agentTurn struct {
 	inReplyTo int
 	// fixedText is what a re-engagement says instead of a generated reply.
 	fixedText string
+	// prepared: the reply was prepared before the user's turn ended, and confirmed.
+	prepared bool
 
 	replied bool // the LLM's Reply arrived (a re-engagement's fixed text counts)
 	reply   Reply
@@ -32,10 +34,12 @@ type agentTurn struct {
 	// position is where in the text the speaker's latest report put the listener.
 	position *HeardWord
 
-	finished    bool // the listener heard the last chunk to its end
-	paused      bool
-	interrupted bool
-	stopped     bool // the speaker's final report after the interrupt arrived
+	finished bool // the listener heard the last chunk to its end
+	// clausesHeard counts the clauses heard to their end (the highest, plus one).
+	clausesHeard int
+	paused       bool
+	interrupted  bool
+	stopped      bool // the speaker's final report after the interrupt arrived
 }
 
 // agentActive reports whether an agent turn is under way and not yet interrupted.
@@ -51,6 +55,7 @@ func (t *Turns) handleReply(r *Reply, acts []Action) []Action {
 	if !a.audioQueued && !a.interrupted && strings.TrimSpace(r.Text) == "" {
 		a.finished = true // nothing to say, nothing to hear
 	}
+	a.checkAllHeard()
 	return t.maybeCloseAgent(acts)
 }
 
@@ -81,7 +86,8 @@ func (t *Turns) handleAudio(ev Event, acts []Action) []Action {
 			acts = t.setState(AgentSpeaking, acts)
 		}
 	}
-	if h.Finished {
+	a.clausesHeard = max(a.clausesHeard, h.ClausesHeard)
+	if h.Finished || (!a.finished && a.checkAllHeard()) {
 		a.finished = true
 		t.lastActivity = ev.At
 	}
@@ -89,6 +95,16 @@ func (t *Turns) handleAudio(ev Event, acts []Action) []Action {
 		a.stopped = true
 	}
 	return t.maybeCloseAgent(acts)
+}
+
+// checkAllHeard marks a replied turn whose committed clauses were all heard to their end
+// as finished, though no chunk said it was the last (a reply cut short).
+func (a *agentTurn) checkAllHeard() bool {
+	if a.finished || !a.replied || a.interrupted || a.fixedText != "" || len(a.reply.Clauses) == 0 || a.clausesHeard < len(a.reply.Clauses) {
+		return false
+	}
+	a.finished, a.lastQueued = true, true
+	return true
 }
 
 // maybeCloseAgent stores the agent turn once everything about it is known.

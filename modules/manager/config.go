@@ -41,14 +41,26 @@ type ReengageConfig struct {
 	Max int `yaml:"max"`
 }
 
+// PrepareConfig makes the agent prepare its reply while the user may still be speaking:
+// after a short silence it asks for the reply to the words so far, which stays unheard
+// (held by the speaker) until the user's turn ends with the same words, and is dropped
+// when the user goes on or the words change.
+type PrepareConfig struct {
+	// After is the silence after the user's speech that starts the preparation (0: off).
+	// The VAD reports the end of a speech segment once its merge gap (200 ms) has
+	// passed, so values below that start as soon as the segment ends.
+	After time.Duration `yaml:"after"`
+}
+
 // Config configures the turn-taking policy.
 type Config struct {
 	BargeIn  BargeInConfig  `yaml:"barge_in"`
 	Reengage ReengageConfig `yaml:"reengage"`
+	Prepare  PrepareConfig  `yaml:"prepare"`
 }
 
 // DefaultConfig returns the defaults: barge-in after 250 ms and one real word, the usual
-// backchannels, no re-engagement.
+// backchannels, no re-engagement, replies prepared after 200 ms of silence.
 func DefaultConfig() Config {
 	return Config{
 		BargeIn: BargeInConfig{
@@ -61,5 +73,6 @@ func DefaultConfig() Config {
 			EarlyWords:     2,
 			Grace:          2 * time.Second,
 		},
+		Prepare: PrepareConfig{After: 200 * time.Millisecond},
 	}
 }

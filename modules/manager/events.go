@@ -46,9 +46,10 @@ type EndOfTurn struct {
 }
 
 // Words is the ASR's current hypothesis for the utterance in progress: the words stable
-// enough to count.
+// enough to count for a barge-in, and all of them (what a reply is prepared for).
 type Words struct {
 	Words []string
+	All   []string
 }
 
 // Utterance is the user's final, committed utterance.
@@ -84,6 +85,10 @@ type AudioHeard struct {
 	Playing, Tail bool
 	// Finished is set when the speaker heard the turn's last chunk to its end.
 	Finished bool
+	// ClausesHeard is n when clause n-1's last chunk was heard to its end (0: no such
+	// news). A reply cut short (a failure, the token limit) has no chunk marked last:
+	// its turn is over once every committed clause was heard.
+	ClausesHeard int
 	// Stopped is set on the speaker's final report after an interrupt.
 	Stopped bool
 	// Pos is the report's time on the session's timeline: now while playing, when the
@@ -113,6 +118,8 @@ type Action struct {
 	Pause      *ControlTurn
 	Resume     *ControlTurn
 	Interrupt  *ControlTurn
+	Prepare    *Prepare
+	Withdraw   *ControlTurn
 	AppendUser *AppendUser
 	CloseAgent *CloseAgent
 	Say        *Say
@@ -123,6 +130,14 @@ type Action struct {
 type Respond struct {
 	TurnID int
 	Reason string
+}
+
+// Prepare asks for agent turn TurnID ahead, as the reply to the user's words Text,
+// before the user's turn surely ended: the reply stays unheard until a Respond for the
+// same turn confirms it, or a Withdraw drops it.
+type Prepare struct {
+	TurnID int
+	Text   string
 }
 
 // ControlTurn names the agent turn a pause, resume or interrupt is about.

@@ -32,6 +32,10 @@ type Options struct {
 	// EndTimeout is the longest the manager waits after the stream ended for a reply to
 	// finish; default 120 s.
 	EndTimeout time.Duration
+	// EndOfTurnFrom, when set, names the only module whose end-of-turn IUs (and end of
+	// the stream, passed on after them) the manager follows: another end-of-turn
+	// policy than the VAD's own silence.
+	EndOfTurnFrom string
 }
 
 // TurnState is the payload of the manager's state IUs (kind "turn-state"): who is
@@ -140,6 +144,7 @@ type conversation struct {
 	turns  *Turns
 
 	words       asr.WordList // the user's words in the utterance in progress
+	wordsDirty  bool         // words changed in the batch being handled
 	userOpen    bool         // a user turn began (speech) and its utterance has not arrived yet
 	eotPending  bool         // an end of turn arrived and its utterance has not yet
 	streamEnded bool
@@ -170,6 +175,11 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 				if err := c.update(ctx, up); err != nil {
 					return err
 				}
+			}
+			// A batch of word updates is one change of the hypothesis (the recogniser
+			// revokes and adds words together): the state machine sees it whole.
+			if err := c.wordsChanged(ctx); err != nil {
+				return err
 			}
 		}
 		if c.finished() {
@@ -222,32 +232,25 @@ func (c *conversation) update(ctx context.Context, up iu.Update) error {
 			return c.handle(ctx, Event{SpeechEnd: &SpeechEnd{End: c.at(pl.End)}})
 		}
 	case vad.EndOfTurn:
-		if up.Type == iu.Add {
+		if from := c.m.opts.EndOfTurnFrom; up.Type == iu.Add && (from == "" || u.ID.Creator() == from) {
 			c.eotPending = true
 			return c.handle(ctx, Event{EndOfTurn: &EndOfTurn{SpeechEnd: c.at(pl.SpeechEnd)}})
 		}
 	case asr.Word:
-		if !c.words.Apply(up) {
-			return nil
-		}
-		// Flickering partial words must not decide a barge-in; only those the
-		// recogniser has settled on count.
-		var texts []string
-		for _, w := range c.words.Words() {
-			if w.Stability >= c.m.opts.Turns.BargeIn.MinStability {
-				texts = append(texts, w.Text)
-			}
-		}
-		return c.handle(ctx, Event{Words: &Words{Words: texts}})
+		c.wordsDirty = c.words.Apply(up) || c.wordsDirty
 	case asr.Utterance:
 		if up.Type != iu.Add {
 			return nil
+		}
+		// The words committed with it come first.
+		if err := c.wordsChanged(ctx); err != nil {
+			return err
 		}
 		c.words.Reset()
 		c.userOpen, c.eotPending = false, false
 		return c.handle(ctx, Event{Utterance: &Utterance{Text: pl.Text, Start: pl.Start, End: pl.End}})
 	case llm.Reply:
-		if up.Type != iu.Add {
+		if up.Type != iu.Add || pl.Withdrawn {
 			return nil
 		}
 		var err error
@@ -265,13 +268,32 @@ func (c *conversation) update(ctx context.Context, up iu.Update) error {
 	case speaker.Progress:
 		return c.progress(ctx, pl)
 	case audio.EndOfStream:
-		// Passed on by the VAD after its last segment and end of turn.
-		if up.Type == iu.Add {
+		// Passed on by the VAD (or the end-of-turn policy) after its last segment and
+		// end of turn.
+		if from := c.m.opts.EndOfTurnFrom; up.Type == iu.Add && (from == "" || u.ID.Creator() == from) {
 			c.streamEnded = true
 			c.endBy = c.p.Now().Add(c.m.opts.EndTimeout)
 		}
 	}
 	return nil
+}
+
+// wordsChanged tells the state machine the recogniser's new hypothesis, if it changed.
+func (c *conversation) wordsChanged(ctx context.Context) error {
+	if !c.wordsDirty {
+		return nil
+	}
+	c.wordsDirty = false
+	// Flickering partial words must not decide a barge-in; only those the recogniser
+	// has settled on count.
+	var texts, all []string
+	for _, w := range c.words.Words() {
+		all = append(all, w.Text)
+		if w.Stability >= c.m.opts.Turns.BargeIn.MinStability {
+			texts = append(texts, w.Text)
+		}
+	}
+	return c.handle(ctx, Event{Words: &Words{Words: texts, All: all}})
 }
 
 // progress turns the speaker's report about agent audio into an event.
@@ -288,6 +310,9 @@ func (c *conversation) progress(ctx context.Context, pr speaker.Progress) error 
 		Finished: pr.Finished() && chunk.LastOfTurn && pr.Heard != "",
 		Stopped:  pr.State == speaker.Stopped && !pr.Tail,
 		Pos:      pr.Pos,
+	}
+	if pr.Finished() && chunk.LastOfClause && pr.Heard != "" {
+		h.ClausesHeard = chunk.ClauseID + 1
 	}
 	if t := pr.Text; t != nil {
 		h.Heard = &HeardWord{ClauseID: t.ClauseID, Start: t.Start, End: t.End, Fraction: t.Fraction}
@@ -324,6 +349,12 @@ func (c *conversation) act(ctx context.Context, act Action) error {
 	case act.Interrupt != nil:
 		c.log.Info("interrupting the agent", zap.Int("turn", act.Interrupt.TurnID), zap.String("reason", act.Interrupt.Reason))
 		return c.send(ctx, control.Command{Action: control.Interrupt, TurnID: act.Interrupt.TurnID, Reason: act.Interrupt.Reason})
+	case act.Prepare != nil:
+		c.log.Debug("preparing a reply", zap.Int("turn", act.Prepare.TurnID), zap.String("for", act.Prepare.Text))
+		return c.send(ctx, control.Command{Action: control.Prepare, TurnID: act.Prepare.TurnID, Text: act.Prepare.Text, Reason: "the user paused"})
+	case act.Withdraw != nil:
+		c.log.Debug("withdrawing the prepared reply", zap.Int("turn", act.Withdraw.TurnID), zap.String("reason", act.Withdraw.Reason))
+		return c.send(ctx, control.Command{Action: control.Withdraw, TurnID: act.Withdraw.TurnID, Reason: act.Withdraw.Reason})
 	case act.AppendUser != nil:
 		a := act.AppendUser
 		u := dialogue.Utterance{Speaker: dialogue.User, Text: a.Text, TurnID: a.TurnID}

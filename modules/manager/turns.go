@@ -31,6 +31,12 @@ type Turns struct {
 
 	agent *agentTurn
 	barge *bargeIn
+	// prep is the reply being prepared while the user is silent; words are the user's
+	// words so far and speechEndAt when their speech last ended (zero while they speak
+	// or once their turn was taken).
+	prep        *preparation
+	words       []string
+	speechEndAt time.Time
 	// pendingUser holds a user utterance that arrived before the agent turn was closed;
 	// it is stored right after, to keep the history in order.
 	pendingUser *AppendUser
@@ -73,6 +79,12 @@ func (t *Turns) Deadline() time.Time {
 			d = rd
 		}
 	}
+	if t.prepareDue() {
+		pd := t.speechEndAt.Add(t.cfg.Prepare.After)
+		if d.IsZero() || pd.Before(d) {
+			d = pd
+		}
+	}
 	return d
 }
 
@@ -88,6 +100,7 @@ func (t *Turns) Tick(now time.Time) []Action {
 	if t.barge != nil && !t.barge.resolved {
 		acts = t.evaluateBargeIn(now, acts)
 	}
+	acts = t.maybePrepare(now, acts)
 	if r := t.cfg.Reengage; t.reengageDue() && !now.Before(t.lastActivity.Add(r.After)) {
 		t.reengaged++
 		t.lastActivity = now
@@ -125,6 +138,7 @@ func (t *Turns) Handle(ev Event) []Action {
 	case ev.SpeechEnd != nil:
 		t.userSpeaking = false
 		t.lastActivity = ev.At
+		t.speechEndAt = ev.SpeechEnd.End
 		if b := t.barge; b != nil && !b.resolved {
 			b.open = false
 			b.ended = ev.SpeechEnd.End
@@ -133,11 +147,17 @@ func (t *Turns) Handle(ev Event) []Action {
 		if t.state == UserSpeaking {
 			acts = t.setState(SilenceAfterUser, acts)
 		}
+		acts = t.maybePrepare(ev.At, acts)
 	case ev.Words != nil:
 		if b := t.barge; b != nil && !b.resolved {
 			b.realWords = t.realWords(ev.Words.Words)
 			acts = t.evaluateBargeIn(ev.At, acts)
 		}
+		t.words = append(t.words[:0], ev.Words.All...)
+		if p := t.prep; p != nil && !sameWords(p.text, strings.Join(t.words, " ")) {
+			acts = t.withdraw(acts, "the words changed")
+		}
+		acts = t.maybePrepare(ev.At, acts)
 	case ev.EndOfTurn != nil:
 		t.lastActivity = ev.At
 	case ev.Utterance != nil:
@@ -148,6 +168,10 @@ func (t *Turns) Handle(ev Event) []Action {
 		if a := t.agent; a != nil && a.id == ev.AudioQueued.TurnID {
 			a.audioQueued = true
 			a.lastQueued = a.lastQueued || ev.AudioQueued.Last
+		}
+		if p := t.prep; p != nil && p.agentTurn == ev.AudioQueued.TurnID {
+			p.audioQueued = true
+			p.lastQueued = p.lastQueued || ev.AudioQueued.Last
 		}
 	case ev.Audio != nil:
 		acts = t.handleAudio(ev, acts)
@@ -168,6 +192,8 @@ func (t *Turns) speechStart(ev Event, acts []Action) []Action {
 	}
 	t.userSpeaking = true
 	t.lastActivity = ev.At
+	t.speechEndAt = time.Time{}
+	acts = t.withdraw(acts, "the user goes on")
 	if t.agentActive() && t.cfg.BargeIn.Enabled {
 		// The agent is talking or about to: hold its audio while we find out whether
 		// this is a real interruption (or the user simply going on with their turn).
@@ -190,9 +216,11 @@ func (t *Turns) handleUtterance(ev Event, acts []Action) []Action {
 	overlap := t.overlapUtterance
 	t.overlapUtterance = false
 	t.lastActivity = ev.At
+	t.words, t.speechEndAt = t.words[:0], time.Time{}
 	acts = t.decideOnUtterance(strings.Fields(text), acts)
 	if text == "" {
 		// Noise: no turn. Fall back to what the agent is doing.
+		acts = t.withdraw(acts, "no words after all")
 		return t.settle(acts)
 	}
 	if overlap && t.agent != nil && !t.agent.interrupted && t.onlyBackchannels(strings.Fields(text)) {
@@ -200,7 +228,16 @@ func (t *Turns) handleUtterance(ev Event, acts []Action) []Action {
 		return acts
 	}
 	t.reengaged = 0
-	user := &AppendUser{TurnID: t.newTurnID(), Text: text, Start: ev.Utterance.Start, End: ev.Utterance.End}
+	user := &AppendUser{Text: text, Start: ev.Utterance.Start, End: ev.Utterance.End}
+	if t.agent == nil && t.confirm(user) {
+		// The reply prepared for exactly these words is the answer: it plays at once.
+		acts = append(acts, Action{AppendUser: user})
+		t.agentSpokeLast = false
+		acts = append(acts, Action{Respond: &Respond{TurnID: t.agent.id, Reason: "user turn ended (reply prepared)"}})
+		return t.setState(SilenceAfterUser, acts)
+	}
+	acts = t.withdraw(acts, "the turn ended with other words")
+	user.TurnID = t.newTurnID()
 	if t.agent != nil {
 		// The agent turn must be closed before the user's words follow it in the
 		// history: an interrupted one with what was heard, one the user did not

@@ -25,12 +25,12 @@ type testAudio struct {
 	tentative bool
 }
 
-func (a testAudio) Kind() string     { return "speech" }
-func (a testAudio) Summary() string  { return a.name }
-func (a testAudio) PCM() audio.Frame { return a.f }
-func (a testAudio) AgentTurn() int   { return a.turn }
-func (a testAudio) Tentative() bool  { return a.tentative }
-func (a testAudio) String() string   { return a.name }
+func (a testAudio) Kind() string      { return "speech" }
+func (a testAudio) Summary() string   { return a.name }
+func (a testAudio) PCM() audio.Frame  { return a.f }
+func (a testAudio) AgentTurn() int    { return a.turn }
+func (a testAudio) IsTentative() bool { return a.tentative }
+func (a testAudio) String() string    { return a.name }
 
 // HeardAt makes testAudio a Speech payload: its "text" is its name, and the position
 // the offset itself, so that reports show exactly what they were asked for.

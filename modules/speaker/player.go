@@ -140,7 +140,7 @@ func ringCapacity(rate int, lead, step time.Duration) int {
 func (p *player) enqueue(u iu.IU, a Audio) {
 	f := a.PCM()
 	it := &item{id: u.ID, payload: a, length: f.Len()}
-	if t, ok := a.(Tentative); ok && t.Tentative() {
+	if t, ok := a.(Tentative); ok && t.IsTentative() {
 		it.held = u.State != iu.Committed
 	}
 	if t, ok := a.(Turned); ok {

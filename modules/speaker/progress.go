@@ -78,7 +78,7 @@ type HeardText struct {
 // once its IU is committed; until then it waits, and so does everything queued after
 // it. A revoke drops it unheard. Other audio plays as soon as it is added.
 type Tentative interface {
-	Tentative() bool
+	IsTentative() bool
 }
 
 // State is what the speaker is doing.

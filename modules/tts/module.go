@@ -19,6 +19,11 @@ import (
 // control commands, and sends Chunk IUs (kind "speech"), each ADDed and COMMITted in one
 // batch and grounded in its clause.
 //
+// A prepared clause (one that says so through IsPrepared, before its commit: the reply
+// was prepared while the user's turn may not be over) is synthesised at once, and its
+// chunks are ADDed tentatively (Chunk.Tentative; the speaker holds them). The clause's
+// commit commits them, its revoke revokes them: nobody hears a withdrawn reply.
+//
 // Clauses are spoken one at a time in the order they were committed; each is synthesised
 // on a worker as soon as the one before it is done, so the first chunk of a clause never
 // waits for later clauses. A clause revoked before its synthesis started is never
@@ -63,7 +68,16 @@ type job struct {
 	cancel    context.CancelFunc // set when started
 	cancelled bool
 	sent      int // chunks sent
+
+	// tentative: the clause is prepared, not committed; its chunks so far wait in
+	// held for the commit or revoke.
+	tentative bool
+	held      []iu.IU
 }
+
+// preparer is implemented by clauses that may be spoken tentatively before their commit
+// (llm.Clause).
+type preparer interface{ IsPrepared() bool }
 
 // Messages from the synthesis worker to the module goroutine.
 type (
@@ -88,11 +102,14 @@ type runner struct {
 	nextID      uint64
 	interrupted map[int]bool // turns interrupted; their clauses are not spoken
 	inputDone   bool
+	// prepared holds the jobs of prepared clauses until their commit or revoke, by
+	// clause IU.
+	prepared map[iu.ID]*job
 }
 
 // Run implements iu.Module.
 func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
-	r := &runner{m: m, p: p, log: p.Logger(), interrupted: make(map[int]bool)}
+	r := &runner{m: m, p: p, log: p.Logger(), interrupted: make(map[int]bool), prepared: make(map[iu.ID]*job)}
 	defer func() {
 		if r.current != nil {
 			r.current.cancel()
@@ -110,7 +127,9 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 		switch ev.Kind {
 		case iu.EventMessage:
 			for _, up := range ev.Message.Updates {
-				r.update(up)
+				if err := r.update(ctx, up); err != nil {
+					return err
+				}
 			}
 		case iu.EventLocal:
 			if err := r.local(ctx, ev.Local); err != nil {
@@ -122,7 +141,7 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	}
 }
 
-func (r *runner) update(up iu.Update) {
+func (r *runner) update(ctx context.Context, up iu.Update) error {
 	switch pl := up.IU.Payload.(type) {
 	case control.Command:
 		// Interrupt is idempotent, so acting on both its ADD and its COMMIT is safe.
@@ -131,19 +150,69 @@ func (r *runner) update(up iu.Update) {
 		}
 	case Clause:
 		switch up.Type {
-		case iu.Commit:
-			turn, clause, text, last := pl.ClauseText()
-			if r.interrupted[turn] {
-				r.log.Debug("clause of an interrupted turn dropped", zap.Int("turn", turn), zap.Int("clause", clause))
-				return
+		case iu.Add, iu.UpdatePayload:
+			if p, ok := pl.(preparer); ok && p.IsPrepared() && r.prepared[up.IU.ID] == nil {
+				r.prepared[up.IU.ID] = r.enqueue(up.IU.ID, pl, true)
 			}
-			r.nextID++
-			r.queue = append(r.queue, &job{id: r.nextID, clauseIU: up.IU.ID, turn: turn, clause: clause, text: text,
-				last: last, queued: r.p.Now()})
+		case iu.Commit:
+			if j := r.prepared[up.IU.ID]; j != nil {
+				return r.confirm(ctx, j)
+			}
+			r.enqueue(up.IU.ID, pl, false)
 		case iu.Revoke:
+			if j := r.prepared[up.IU.ID]; j != nil {
+				return r.withdraw(ctx, j)
+			}
 			r.revoke(up.IU.ID)
 		}
 	}
+	return nil
+}
+
+// enqueue queues a clause to speak (nil when its turn was interrupted).
+func (r *runner) enqueue(id iu.ID, c Clause, tentative bool) *job {
+	turn, clause, text, last := c.ClauseText()
+	if r.interrupted[turn] {
+		r.log.Debug("clause of an interrupted turn dropped", zap.Int("turn", turn), zap.Int("clause", clause))
+		return nil
+	}
+	r.nextID++
+	j := &job{id: r.nextID, clauseIU: id, turn: turn, clause: clause, text: text, last: last, queued: r.p.Now(), tentative: tentative}
+	r.queue = append(r.queue, j)
+	return j
+}
+
+// confirm commits a prepared clause's chunks; the rest of them follow committed.
+func (r *runner) confirm(ctx context.Context, j *job) error {
+	delete(r.prepared, j.clauseIU)
+	j.tentative = false
+	ups := make([]iu.Update, 0, len(j.held))
+	for _, u := range j.held {
+		ups = append(ups, iu.CommitOf(u))
+	}
+	j.held = nil
+	return r.p.Send(ctx, ups...)
+}
+
+// withdraw drops a prepared clause: its synthesis stops and its chunks are revoked.
+func (r *runner) withdraw(ctx context.Context, j *job) error {
+	delete(r.prepared, j.clauseIU)
+	for i, q := range r.queue {
+		if q == j {
+			r.queue = append(r.queue[:i], r.queue[i+1:]...)
+			break
+		}
+	}
+	if r.current == j && !j.cancelled {
+		j.cancelled = true
+		j.cancel()
+	}
+	ups := make([]iu.Update, 0, len(j.held))
+	for _, u := range j.held {
+		ups = append(ups, iu.RevokeOf(u))
+	}
+	j.held = nil
+	return r.p.Send(ctx, ups...)
 }
 
 // revoke drops a clause that has not been spoken. The IU rules make a committed clause
@@ -213,9 +282,18 @@ func (r *runner) local(ctx context.Context, v any) error {
 			return nil // a stopped synthesis: its audio is not wanted any more
 		}
 		for _, c := range msg.chunks {
-			u := r.p.NewIU(c, j.clauseIU)
-			if err := r.p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
-				return err
+			if j.tentative {
+				c.Tentative = true
+				u := r.p.NewIU(c, j.clauseIU)
+				j.held = append(j.held, u)
+				if err := r.p.Send(ctx, iu.AddOf(u)); err != nil {
+					return err
+				}
+			} else {
+				u := r.p.NewIU(c, j.clauseIU)
+				if err := r.p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
+					return err
+				}
 			}
 			if j.sent == 0 {
 				r.log.Debug("first chunk", zap.Int("turn", j.turn), zap.Int("clause", j.clause),

@@ -84,7 +84,13 @@ type Chunk struct {
 	FirstOfClause, LastOfClause bool
 	// LastOfTurn is set on the last chunk of the last clause of a turn.
 	LastOfTurn bool
+	// Tentative marks the audio of a prepared clause: ADDed, and committed or revoked
+	// with its clause (speaker.Tentative).
+	Tentative bool
 }
+
+// IsTentative tells the speaker to hold the chunk until it is committed.
+func (c Chunk) IsTentative() bool { return c.Tentative }
 
 // Kind implements iu.Payload.
 func (Chunk) Kind() string { return "speech" }

@@ -146,6 +146,8 @@ type EndOfTurn struct {
 	SpeechStart, SpeechEnd time.Duration
 	// Silence is how much silence followed SpeechEnd when the turn was ended.
 	Silence time.Duration
+	// Reason says which policy ended the turn ("" for the VAD's own silence threshold).
+	Reason string
 }
 
 // Kind implements iu.Payload.
@@ -153,7 +155,11 @@ func (EndOfTurn) Kind() string { return "eot" }
 
 // Summary implements iu.Payload.
 func (e EndOfTurn) Summary() string {
-	return fmt.Sprintf("end of turn: speech %.2fs–%.2fs, silence %.2fs", e.SpeechStart.Seconds(), e.SpeechEnd.Seconds(), e.Silence.Seconds())
+	s := fmt.Sprintf("end of turn: speech %.2fs–%.2fs, silence %.2fs", e.SpeechStart.Seconds(), e.SpeechEnd.Seconds(), e.Silence.Seconds())
+	if e.Reason != "" {
+		s += " (" + e.Reason + ")"
+	}
+	return s
 }
 
 // Scorer scores audio for speech, 16 kHz mono, window by window; package silero opens

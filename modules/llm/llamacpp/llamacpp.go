@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,10 +52,13 @@ type Engine struct {
 
 	// turn is held by the one goroutine that uses lctx and cache: a generation, a
 	// session save or load, or Close.
-	turn   chan struct{}
-	lctx   *llama.Context
-	cache  []llama.Token // the tokens in sequence 0 of lctx, at positions 0..len-1
-	closed bool
+	turn  chan struct{}
+	lctx  *llama.Context
+	cache []llama.Token // the tokens in sequence 0 of lctx, at positions 0..len-1
+	// logitsAt is len(cache) when the context's current logits are those of the cache's
+	// last token (a Prefill left them), else -1.
+	logitsAt int
+	closed   bool
 
 	mu     sync.Mutex // guards cancel
 	cancel context.CancelFunc
@@ -84,7 +89,7 @@ func New(m *llama.Model, cfg Config) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("llm: llama engine: %w", err)
 	}
-	return &Engine{model: m, ownsModel: owns, cfg: cfg, lctx: lctx, turn: make(chan struct{}, 1)}, nil
+	return &Engine{model: m, ownsModel: owns, cfg: cfg, lctx: lctx, turn: make(chan struct{}, 1), logitsAt: -1}, nil
 }
 
 // Open loads a GGUF model and returns an engine that owns it.
@@ -145,6 +150,7 @@ func (e *Engine) Reset(ctx context.Context) error {
 	}
 	defer e.release()
 	e.cache = e.cache[:0]
+	e.logitsAt = -1
 	return e.lctx.Clear()
 }
 
@@ -174,6 +180,7 @@ func (e *Engine) LoadSession(ctx context.Context, path string) error {
 		return err
 	}
 	e.cache = e.cache[:0]
+	e.logitsAt = -1
 	toks, err := e.lctx.LoadSeqStateFile(path, 0, e.lctx.NCtx())
 	if err != nil {
 		return fmt.Errorf("llm: load session: %w", err)
@@ -216,13 +223,114 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit func(string
 		e.mu.Unlock()
 	}()
 
-	g := generation{e: e, ctx: ctx, req: req, emit: emit, start: time.Now()}
+	g := generation{e: e, ctx: ctx, req: req, emit: emit, start: time.Now(), logitsAt: e.logitsAt}
+	// Every generation decodes, so the logits a Prefill left are gone after it.
+	e.logitsAt = -1
 	err := g.run()
 	g.res.Duration = time.Since(g.start)
 	if g.res.StopReason == "" {
 		g.res.StopReason = llm.StopError
 	}
 	return g.res, err
+}
+
+// Prefill implements llm.Prefiller: it evaluates prompt into the KV cache without
+// generating, so that a later Generate whose prompt starts with it evaluates only the
+// rest. The user's turn is fed this way while they still speak: each call reuses the
+// longest prefix the cache holds (a changed word rolls the cache back to the last shared
+// token) and evaluates the new tokens. It also returns the model's probability that the
+// text goes on with one of ends (the prompt format's end of the user's turn, sentence
+// punctuation): the sum over their distinct first tokens, read from the logits the
+// evaluation computes anyway; -1 when no end's first token stands apart from the prompt.
+func (e *Engine) Prefill(ctx context.Context, prompt string, ends []string) (llm.PrefillResult, error) {
+	start := time.Now()
+	res := llm.PrefillResult{Next: -1}
+	if err := e.acquire(ctx); err != nil {
+		if errors.Is(err, llm.ErrClosed) {
+			return res, err
+		}
+		return res, llm.CancelledError(ctx, nil)
+	}
+	defer e.release()
+	if ctx.Err() != nil {
+		return res, llm.CancelledError(ctx, nil)
+	}
+	toks, err := e.model.Tokenize(prompt, true, true)
+	if err != nil {
+		return res, fmt.Errorf("llm: prefill: %w", err)
+	}
+	if len(toks) == 0 {
+		return res, errors.New("llm: prefill: empty prompt")
+	}
+	if len(toks) >= e.lctx.NCtx() {
+		return res, fmt.Errorf("%w: %d tokens, context %d", llm.ErrPromptTooLong, len(toks), e.lctx.NCtx())
+	}
+	res.Tokens = len(toks)
+	var endToks []llama.Token
+	for _, end := range ends {
+		if end == "" {
+			continue
+		}
+		full, err := e.model.Tokenize(prompt+end, true, true)
+		if err != nil {
+			return res, fmt.Errorf("llm: prefill: %w", err)
+		}
+		if commonPrefix(toks, full) == len(toks) && len(full) > len(toks) && !slices.Contains(endToks, full[len(toks)]) {
+			endToks = append(endToks, full[len(toks)])
+		}
+	}
+	n := commonPrefix(e.cache, toks)
+	if n < len(toks) || len(e.cache) != len(toks) || e.logitsAt != len(toks) {
+		// The last token is evaluated again unless its logits are the current ones.
+		n = min(n, len(toks)-1)
+		if n < len(e.cache) {
+			if err := e.lctx.SeqRemove(0, n, -1); err != nil {
+				if err := e.lctx.Clear(); err != nil {
+					return res, fmt.Errorf("llm: prefill: %w", err)
+				}
+				n = 0
+			}
+			e.cache = e.cache[:n]
+		}
+		e.logitsAt = -1
+		if err := e.lctx.DecodeTokens(ctx, 0, n, toks[n:]); err != nil {
+			e.resync(toks)
+			if errors.Is(err, llama.ErrAborted) && ctx.Err() != nil {
+				return res, llm.CancelledError(ctx, nil)
+			}
+			return res, fmt.Errorf("llm: prefill: %w", err)
+		}
+		e.cache = append(e.cache, toks[n:]...)
+		e.logitsAt = len(e.cache)
+	}
+	res.Cached = n
+	if len(endToks) > 0 {
+		logits, err := e.lctx.Logits(-1)
+		if err != nil {
+			return res, fmt.Errorf("llm: prefill: %w", err)
+		}
+		res.Next = probabilityOf(logits, endToks)
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// probabilityOf returns the probability of any of tokens under logits.
+func probabilityOf(logits []float32, tokens []llama.Token) float64 {
+	m := logits[0]
+	for _, v := range logits {
+		m = max(m, v)
+	}
+	var sum, p float64
+	for _, v := range logits {
+		sum += math.Exp(float64(v - m))
+	}
+	for _, t := range tokens {
+		if int(t) >= 0 && int(t) < len(logits) {
+			p += math.Exp(float64(logits[t] - m))
+		}
+	}
+	return p / sum
 }
 
 // generation is the state of one Generate call.
@@ -234,6 +342,8 @@ type generation struct {
 	start time.Time
 	res   llm.Result
 	text  *llm.TextStream
+	// logitsAt is the engine's logitsAt when the generation began.
+	logitsAt int
 }
 
 func (g *generation) run() error {
@@ -252,12 +362,15 @@ func (g *generation) run() error {
 	g.res.PromptTokens = len(prompt)
 
 	// Reuse the longest common prefix with what the cache holds; the last prompt token is
-	// always evaluated again because its logits are needed.
+	// evaluated again because its logits are needed, unless a Prefill of exactly this
+	// prompt left them.
 	n := 0
 	if !e.cfg.NoPrefixCache {
 		n = commonPrefix(e.cache, prompt)
 	}
-	n = min(n, len(prompt)-1)
+	if n < len(prompt) || len(e.cache) != len(prompt) || g.logitsAt != len(prompt) {
+		n = min(n, len(prompt)-1)
+	}
 	if n < len(e.cache) || e.cfg.NoPrefixCache {
 		if err := e.lctx.SeqRemove(0, n, -1); err != nil {
 			// Recurrent memories cannot drop a tail: start over.
@@ -395,6 +508,7 @@ func (g *generation) decodeFailed(what string, err error) error {
 // resync makes the cache bookkeeping match the memory after a failed or aborted decode
 // of tokens (positions 0..len-1): a decode can leave part of its batch in memory.
 func (e *Engine) resync(tokens []llama.Token) {
+	e.logitsAt = -1
 	keep := min(max(e.lctx.SeqPosMax(0)+1, 0), len(tokens))
 	if err := e.lctx.SeqRemove(0, keep, -1); err != nil {
 		e.lctx.Clear()

@@ -429,3 +429,88 @@ func TestLlamaEngineClose(t *testing.T) {
 		t.Error("opening a missing model succeeded")
 	}
 }
+
+// TestLlamaEnginePrefillIsExact is the acceptance test of incremental input: a reply
+// generated after the user's turn was fed word by word (with a recogniser's revision
+// rolled back on the way) is token-identical to a reply generated from the whole prompt
+// evaluated at once, and at the end of the turn only the closing tokens are evaluated.
+func TestLlamaEnginePrefillIsExact(t *testing.T) {
+	m := loadStories(t)
+	history := "Once upon a time, there was a little girl named Lily. She liked to play.\nChild: "
+	closing := "\nStoryteller:"
+	turns := [][]string{
+		// what the recogniser said, step by step: each line is the turn so far
+		{"where", "where is", "where is the dog", "where is the", "where is the big", "where is the big park"},
+		{"tell", "tell me", "tell me a", "tell me a story"},
+	}
+	e := newEngine(t, m, llamacpp.Config{})
+	ctx := context.Background()
+	for _, steps := range turns {
+		for _, text := range steps {
+			res, err := e.Prefill(ctx, history+text, []string{closing})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Next < 0 || res.Next > 1 {
+				t.Fatalf("Prefill(%q): probability of the closing %v", text, res.Next)
+			}
+			if res.Cached == 0 && text != steps[0] {
+				t.Errorf("Prefill(%q) reused nothing from the previous words", text)
+			}
+		}
+		final := steps[len(steps)-1]
+		req := llm.Request{Prompt: history + final + closing, MaxTokens: 40}
+		_, got := llmtest.Collect(t, e, req)
+		want := fresh(t, m, req)
+		if got.Text != want.Text {
+			t.Fatalf("reply after incremental input %q\nwant (whole prompt at once) %q", got.Text, want.Text)
+		}
+		toks, _ := m.Tokenize(history+final, true, true)
+		if got.CachedTokens < len(toks)-1 {
+			t.Errorf("the end of the turn evaluated %d tokens; only the closing (%d tokens) should remain",
+				got.PromptTokens-got.CachedTokens, got.PromptTokens-len(toks))
+		}
+		history = history + final + closing + got.Text + "\nChild: "
+	}
+}
+
+func TestLlamaEnginePrefillProbability(t *testing.T) {
+	m := loadStories(t)
+	e := newEngine(t, m, llamacpp.Config{})
+	ctx := context.Background()
+	// The same text twice: the second call evaluates nothing and gives the same answer.
+	a, err := e.Prefill(ctx, "Once upon a time, there was a little girl", []string{"."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.Prefill(ctx, "Once upon a time, there was a little girl", []string{"."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Next != b.Next || b.Cached != b.Tokens {
+		t.Fatalf("repeated prefill: %+v then %+v", a, b)
+	}
+	// Without a next text there is no probability.
+	c, err := e.Prefill(ctx, "Once upon a time", nil)
+	if err != nil || c.Next != -1 {
+		t.Fatalf("Prefill without next = %+v, %v", c, err)
+	}
+	// A full-context prompt is refused; a cancelled context stops it.
+	long := strings.Repeat("Lily and Tom play in the park. ", 400)
+	if _, err := e.Prefill(ctx, long, nil); !errors.Is(err, llm.ErrPromptTooLong) {
+		t.Fatalf("too long prompt: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := e.Prefill(cctx, "Once upon a time", nil); err == nil {
+		t.Fatal("prefill on a cancelled context succeeded")
+	}
+	// After a Generate the engine goes on prefilling from what it holds.
+	if _, err := e.Generate(ctx, llm.Request{Prompt: "Once upon a time", MaxTokens: 5}, func(string) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.Prefill(ctx, "Once upon a time, there was", nil)
+	if err != nil || d.Cached == 0 {
+		t.Fatalf("prefill after generate = %+v, %v", d, err)
+	}
+}

@@ -50,14 +50,17 @@ func TestModuleGeneratesClauses(t *testing.T) {
 			}
 			for i, r := range c.Replies {
 				committed, revoked := llmtest.ClauseStory(t, c.Ups, r.TurnID)
-				if revoked != 0 || r.Interrupted || r.Err != "" {
+				// The token limit cuts the story mid-clause: that unfinished clause is
+				// withdrawn, and the reply ends with the last complete one, in its clauses
+				// (what is spoken) and in Spoken (what the history stores) alike.
+				if revoked > 1 || r.Interrupted || r.Err != "" {
 					t.Errorf("turn %d: revoked %d, interrupted %v, err %q", r.TurnID, revoked, r.Interrupted, r.Err)
 				}
 				if len(committed) < 2 || strings.Join(committed, "|") != strings.Join(r.Clauses, "|") {
 					t.Errorf("turn %d: committed %q, reply clauses %q", r.TurnID, committed, r.Clauses)
 				}
-				if noSpace(strings.Join(committed, "")) != noSpace(r.Text) {
-					t.Errorf("turn %d: clauses %q do not add up to the reply %q", r.TurnID, committed, r.Text)
+				if noSpace(strings.Join(committed, "")) != noSpace(r.Spoken) || !strings.HasPrefix(noSpace(r.Text), noSpace(r.Spoken)) {
+					t.Errorf("turn %d: clauses %q do not add up to the spoken reply %q (generated %q)", r.TurnID, committed, r.Spoken, r.Text)
 				}
 				want := fresh(t, m, llm.Request{Prompt: pb.Prompt(r.TurnID), MaxTokens: 60})
 				if r.Text != want.Text || r.Result.Tokens != 60 || r.Result.StopReason != llm.StopLength {

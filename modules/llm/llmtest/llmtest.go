@@ -257,7 +257,15 @@ func (c *Controller) Until(ctx context.Context, done func(iu.Update) bool) error
 func ReplyOf(turnID int) func(iu.Update) bool {
 	return func(up iu.Update) bool {
 		r, ok := up.IU.Payload.(llm.Reply)
-		return ok && up.Type == iu.Commit && r.TurnID == turnID
+		return ok && up.Type == iu.Commit && r.TurnID == turnID && !r.Withdrawn
+	}
+}
+
+// WithdrawnReplyOf selects the commit of a withdrawn prepared turn's reply.
+func WithdrawnReplyOf(turnID int) func(iu.Update) bool {
+	return func(up iu.Update) bool {
+		r, ok := up.IU.Payload.(llm.Reply)
+		return ok && up.Type == iu.Commit && r.TurnID == turnID && r.Withdrawn
 	}
 }
 

@@ -122,10 +122,12 @@ type harness struct {
 	engine *spyEngine
 	cfg    tts.Config
 	got    []received
+	// final is each chunk's last update: commit or revoke (absent: still open).
+	final map[iu.ID]iu.UpdateType
 }
 
 func newHarness(t *testing.T, cfg tts.Config) *harness {
-	return &harness{t: t, cfg: cfg, engine: &spyEngine{Engine: openEngine(t, cfg)}}
+	return &harness{t: t, cfg: cfg, engine: &spyEngine{Engine: openEngine(t, cfg)}, final: map[iu.ID]iu.UpdateType{}}
 }
 
 func (h *harness) run(feed func(ctx context.Context, p *iu.Ports) error) {
@@ -155,6 +157,9 @@ func (h *harness) run(feed func(ctx context.Context, p *iu.Ports) error) {
 					}
 					if up.Type == iu.Add {
 						h.got = append(h.got, received{id: up.IU.ID, chunk: c, at: p.Now()})
+					}
+					if up.Type == iu.Commit || up.Type == iu.Revoke {
+						h.final[up.IU.ID] = up.Type
 					}
 					if len(up.IU.GroundedIn) != 1 {
 						return fmt.Errorf("chunk %s grounded in %v", up.IU.ID, up.IU.GroundedIn)
@@ -526,5 +531,64 @@ func TestDefaultsAreEspeaks(t *testing.T) {
 	if c.Voice != espeak.DefaultVoice || c.Rate != espeak.DefaultRate || c.Pitch != espeak.DefaultPitch || c.Volume != espeak.DefaultVolume {
 		t.Errorf("tts.DefaultConfig voice %q rate %d pitch %d volume %d; espeak-ng's are %q %d %d %d",
 			c.Voice, c.Rate, c.Pitch, c.Volume, espeak.DefaultVoice, espeak.DefaultRate, espeak.DefaultPitch, espeak.DefaultVolume)
+	}
+}
+
+// preparedClause is a clause of a turn prepared ahead (llm.Clause with Prepared set).
+type preparedClause struct{ testClause }
+
+func (preparedClause) IsPrepared() bool { return true }
+
+// TestPreparedClauses: a prepared clause is synthesised before its commit, as tentative
+// chunks that its commit commits and its revoke revokes, all of them.
+func TestPreparedClauses(t *testing.T) {
+	cfg := tts.DefaultConfig()
+	h := newHarness(t, cfg)
+	kept := preparedClause{testClause{3, 0, "Here is what I prepared.", false}}
+	dropped := preparedClause{testClause{5, 0, "Nobody will hear this one.", true}}
+	next := testClause{3, 1, "And this follows it.", true}
+	h.run(func(ctx context.Context, p *iu.Ports) error {
+		uk, ud := p.NewIU(kept), p.NewIU(dropped)
+		if err := p.Send(ctx, iu.AddOf(uk), iu.AddOf(ud)); err != nil {
+			return err
+		}
+		// Wait until both are spoken, tentatively.
+		for done := 0; done < 2; {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil {
+				return err
+			}
+			if ev.Kind != iu.EventMessage {
+				continue
+			}
+			for _, up := range ev.Message.Updates {
+				if c, ok := up.IU.Payload.(tts.Chunk); ok {
+					if !c.Tentative || up.Type != iu.Add {
+						return fmt.Errorf("chunk %s of a prepared clause: %v, tentative %v", up.IU.ID, up.Type, c.Tentative)
+					}
+					if c.LastOfClause {
+						done++
+					}
+				}
+			}
+		}
+		if err := p.Send(ctx, iu.CommitOf(uk), iu.RevokeOf(ud)); err != nil {
+			return err
+		}
+		return commit(ctx, p, next)
+	})
+	for _, r := range h.got {
+		want := iu.Commit
+		if r.chunk.TurnID == 5 {
+			want = iu.Revoke
+		}
+		if got := h.final[r.id]; got != want {
+			t.Fatalf("chunk %s (turn %d, tentative %v) ended %v, want %v", r.id, r.chunk.TurnID, r.chunk.Tentative, got, want)
+		}
+	}
+	checkClause(t, cfg, h.chunksOf(3, 0), h.engine.run(t, kept.text), false)
+	checkClause(t, cfg, h.chunksOf(3, 1), h.engine.run(t, next.text), true)
+	if len(h.chunksOf(5, 0)) == 0 {
+		t.Fatal("the dropped clause was not synthesised ahead")
 	}
 }

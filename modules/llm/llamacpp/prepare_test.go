@@ -1,0 +1,194 @@
+package llamacpp_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/control"
+	dlg "github.com/parley-voice/parley/dialogue"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/llm/llamacpp"
+	"github.com/parley-voice/parley/modules/llm/llmtest"
+)
+
+// storyStore is a dialogue history in the plain format over stories260K's tokenizer.
+func storyStore(t *testing.T, tok dlg.Tokenizer) *dlg.Store {
+	t.Helper()
+	f, err := dlg.LoadFormat("plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = f.WithRoles("Child", "Storyteller")
+	s, err := dlg.NewStore(context.Background(), dlg.NewHistory(f, "A storyteller talks with a child."), nil,
+		dlg.StoreConfig{Tokenizer: tok, ContextSize: 512, ReplyReserve: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// send sends one control command.
+func send(ctx context.Context, c *llmtest.Controller, cmd control.Command) error {
+	u := c.Ports.NewIU(cmd)
+	return c.Ports.Send(ctx, iu.AddOf(u), iu.CommitOf(u))
+}
+
+// TestModulePreparesTurns is the LLM side of speculative replies: the user's words are
+// fed while they speak (turn-completion estimates come back), a turn prepared from them
+// stays tentative (prepared clauses, never committed, no reply) until confirmed, and is
+// then exactly the reply a normal turn would have been; a withdrawn turn revokes every
+// clause it produced.
+func TestModulePreparesTurns(t *testing.T) {
+	m := loadStories(t)
+	e := newEngine(t, m, llamacpp.Config{})
+	store := storyStore(t, m)
+	mod := llm.NewModule("llm", e, store, llm.Config{MaxTokens: 30, Prefill: true})
+	words := []string{"tell", "me", "a", "story"}
+	c := llmtest.RunNetwork(t, clock.NewVirtual(time.Unix(1000, 0)), mod, func(ctx context.Context, c *llmtest.Controller) error {
+		// The recogniser's words arrive one by one.
+		for i, w := range words {
+			u := c.Ports.NewIU(asr.Word{Text: w, Utterance: 1, Stability: 1})
+			if err := c.Ports.Send(ctx, iu.AddOf(u)); err != nil {
+				return err
+			}
+			want := strings.Join(words[:i+1], " ")
+			if err := c.Until(ctx, func(up iu.Update) bool {
+				tc, ok := up.IU.Payload.(llm.TurnCompletion)
+				return ok && tc.Text == want
+			}); err != nil {
+				return err
+			}
+		}
+		text := strings.Join(words, " ")
+		if err := send(ctx, c, control.Command{Action: control.Prepare, TurnID: 2, Text: text}); err != nil {
+			return err
+		}
+		// Wait until the prepared generation has a complete clause; the rest comes
+		// after the confirmation.
+		if err := c.Until(ctx, func(up iu.Update) bool {
+			cl, ok := up.IU.Payload.(llm.Clause)
+			return ok && cl.TurnID == 2 && cl.Prepared
+		}); err != nil {
+			return err
+		}
+		// The user's turn ends with the same words: the recogniser says so, the manager
+		// stores it and responds.
+		u := c.Ports.NewIU(asr.Utterance{ID: 1, Text: text})
+		if err := c.Ports.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
+			return err
+		}
+		if err := store.AppendUtterance(ctx, dlg.Utterance{Speaker: dlg.User, TurnID: 1, Text: text}); err != nil {
+			return err
+		}
+		if err := send(ctx, c, control.Command{Action: control.Respond, TurnID: 2}); err != nil {
+			return err
+		}
+		if err := c.Until(ctx, llmtest.ReplyOf(2)); err != nil {
+			return err
+		}
+		if err := store.AppendUtterance(ctx, dlg.Utterance{Speaker: dlg.Agent, TurnID: 2, Text: c.Replies[0].Spoken}); err != nil {
+			return err
+		}
+		// A second prepared turn that the user's next words make wrong.
+		if err := send(ctx, c, control.Command{Action: control.Prepare, TurnID: 4, Text: "and then"}); err != nil {
+			return err
+		}
+		if err := c.Until(ctx, func(up iu.Update) bool {
+			cl, ok := up.IU.Payload.(llm.Clause)
+			return ok && cl.TurnID == 4 && cl.Prepared
+		}); err != nil {
+			return err
+		}
+		if err := send(ctx, c, control.Command{Action: control.Withdraw, TurnID: 4}); err != nil {
+			return err
+		}
+		return c.Until(ctx, llmtest.WithdrawnReplyOf(4))
+	})
+	if len(c.Replies) != 2 {
+		t.Fatalf("%d replies, want 2", len(c.Replies))
+	}
+	confirmed, withdrawn := c.Replies[0], c.Replies[1]
+	if !confirmed.Prepared || confirmed.Withdrawn || confirmed.Interrupted {
+		t.Errorf("confirmed reply: %+v", confirmed)
+	}
+	committed, revoked := llmtest.ClauseStory(t, c.Ups, 2)
+	if revoked > 1 || len(committed) == 0 {
+		t.Errorf("turn 2: %d committed, %d revoked", len(committed), revoked)
+	}
+	// Nothing of turn 2 was committed before the Respond: its clauses were prepared.
+	for _, up := range c.Ups {
+		if r, ok := up.IU.Payload.(llm.Reply); ok && r.TurnID == 2 {
+			break
+		}
+		if cl, ok := up.IU.Payload.(llm.Clause); ok && cl.TurnID == 2 && up.Type == iu.Commit && !cl.Prepared {
+			t.Errorf("clause %q committed without being prepared", cl.Text)
+		}
+	}
+	if !withdrawn.Withdrawn || withdrawn.Prepared {
+		t.Errorf("withdrawn reply: %+v", withdrawn)
+	}
+	committed4, revoked4 := llmtest.ClauseStory(t, c.Ups, 4)
+	if len(committed4) != 0 || revoked4 == 0 {
+		t.Errorf("withdrawn turn 4: committed %q, revoked %d", committed4, revoked4)
+	}
+	completions := 0
+	for _, up := range c.Ups {
+		if tc, ok := up.IU.Payload.(llm.TurnCompletion); ok && up.Type == iu.Add {
+			completions++
+			if tc.P < 0 || tc.P > 1 || tc.Utterance != 1 {
+				t.Errorf("turn completion %+v", tc)
+			}
+			if tc.Text != "tell" && tc.Evaluated > 3 {
+				t.Errorf("prefill of %q evaluated %d tokens: the earlier words were not reused", tc.Text, tc.Evaluated)
+			}
+		}
+	}
+	if completions != len(words) {
+		t.Errorf("%d turn completions for %d words", completions, len(words))
+	}
+}
+
+// TestPreparedReplyEqualsNormalReply: greedy, the reply of a prepared and confirmed turn
+// is token for token the reply the same turn gets when generated after the end of the
+// turn from the whole prompt at once.
+func TestPreparedReplyEqualsNormalReply(t *testing.T) {
+	m := loadStories(t)
+	text := "where is the big dog"
+	run := func(prepare bool) llm.Reply {
+		e := newEngine(t, m, llamacpp.Config{})
+		store := storyStore(t, m)
+		mod := llm.NewModule("llm", e, store, llm.Config{MaxTokens: 40, Prefill: true})
+		c := llmtest.RunNetwork(t, clock.NewVirtual(time.Unix(1000, 0)), mod, func(ctx context.Context, c *llmtest.Controller) error {
+			if prepare {
+				for _, w := range strings.Fields(text) {
+					u := c.Ports.NewIU(asr.Word{Text: w, Utterance: 1, Stability: 1})
+					if err := c.Ports.Send(ctx, iu.AddOf(u)); err != nil {
+						return err
+					}
+				}
+				if err := send(ctx, c, control.Command{Action: control.Prepare, TurnID: 2, Text: text}); err != nil {
+					return err
+				}
+			}
+			if err := store.AppendUtterance(ctx, dlg.Utterance{Speaker: dlg.User, TurnID: 1, Text: text}); err != nil {
+				return err
+			}
+			if err := send(ctx, c, control.Command{Action: control.Respond, TurnID: 2}); err != nil {
+				return err
+			}
+			return c.Until(ctx, llmtest.ReplyOf(2))
+		})
+		return c.Replies[len(c.Replies)-1]
+	}
+	prepared, normal := run(true), run(false)
+	if !prepared.Prepared || prepared.Text != normal.Text || prepared.Result.Tokens != normal.Result.Tokens {
+		t.Fatalf("prepared reply %q (%d tokens, prepared %v)\nnormal reply %q (%d tokens)",
+			prepared.Text, prepared.Result.Tokens, prepared.Prepared, normal.Text, normal.Result.Tokens)
+	}
+}

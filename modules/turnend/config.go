@@ -1,0 +1,80 @@
+package turnend
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config configures the end-of-turn policy. The reasoning behind the defaults is in
+// docs/TURN-TAKING.md.
+type Config struct {
+	// Policy is "silence" (a fixed silence, the VAD's end_of_turn), "words" (the last
+	// words decide between the holds) or "predictive" (the words and the LLM's estimate
+	// that the turn is complete).
+	Policy string `yaml:"policy"`
+	// Holds are the silences the words and predictive policies choose between.
+	Holds Holds `yaml:",inline"`
+	// CompleteAbove: an LLM probability at or above it makes a turn complete (short hold).
+	CompleteAbove float64 `yaml:"complete_above"`
+	// IncompleteBelow: an LLM probability below it makes a turn incomplete (long hold).
+	IncompleteBelow float64 `yaml:"incomplete_below"`
+	// Language selects the built-in list of words after which speakers go on.
+	Language string `yaml:"language"`
+	// WaitWords adds words (or phrases) to that list; "-word" removes one.
+	WaitWords []string `yaml:"wait_words"`
+	// FreshSlack: the recogniser's last word must end at most this long before the
+	// speech did for the words to count as covering it.
+	FreshSlack time.Duration `yaml:"fresh_slack"`
+}
+
+// DefaultConfig returns the predictive policy with holds of 250 ms, 500 ms and 1.2 s.
+func DefaultConfig() Config {
+	return Config{
+		Policy:          "predictive",
+		Holds:           Holds{Short: 250 * time.Millisecond, Default: 500 * time.Millisecond, Long: 1200 * time.Millisecond},
+		CompleteAbove:   0.3,
+		IncompleteBelow: 0.01,
+		Language:        "en",
+		FreshSlack:      300 * time.Millisecond,
+	}
+}
+
+// Validate reports settings that cannot work.
+func (c Config) Validate() error {
+	var errs []error
+	switch c.Policy {
+	case "silence", "words", "predictive":
+	default:
+		errs = append(errs, fmt.Errorf("turnend: policy %q (want silence, words or predictive)", c.Policy))
+	}
+	h := c.Holds
+	if h.Short <= 0 || h.Default < h.Short || h.Long < h.Default {
+		errs = append(errs, fmt.Errorf("turnend: holds must satisfy 0 < short ≤ default ≤ long (got %v, %v, %v)", h.Short, h.Default, h.Long))
+	}
+	if c.CompleteAbove < 0 || c.CompleteAbove > 1 || c.IncompleteBelow < 0 || c.IncompleteBelow > c.CompleteAbove {
+		errs = append(errs, fmt.Errorf("turnend: need 0 ≤ incomplete_below ≤ complete_above ≤ 1 (got %g, %g)", c.IncompleteBelow, c.CompleteAbove))
+	}
+	if c.FreshSlack < 0 {
+		errs = append(errs, errors.New("turnend: fresh_slack must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// NewPolicy builds the policy c names; silence is the hold of the "silence" policy.
+func (c Config) NewPolicy(silence time.Duration) (Policy, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.Policy == "silence" {
+		return Silence{After: silence}, nil
+	}
+	lex, err := NewLexicon(c.Language, c.WaitWords)
+	if err != nil {
+		return nil, err
+	}
+	if c.Policy == "words" {
+		return Words{Holds: c.Holds, Lexicon: lex}, nil
+	}
+	return Predictive{Holds: c.Holds, CompleteAbove: c.CompleteAbove, IncompleteBelow: c.IncompleteBelow, Lexicon: lex}, nil
+}

@@ -1,0 +1,181 @@
+package turnend
+
+import "time"
+
+// EndOfTurn is what the Decider decides: the user's turn ended.
+type EndOfTurn struct {
+	// SpeechStart and SpeechEnd span the turn's speech (stream positions).
+	SpeechStart, SpeechEnd time.Duration
+	// Silence is how much silence followed SpeechEnd when the turn was ended.
+	Silence time.Duration
+	// Reason says which rule ended it.
+	Reason string
+}
+
+// Decider applies a Policy to the user's speech as it is heard. It has no clock: time is
+// the position in the audio stream, which advances with Audio, so a replay decides
+// exactly as a live session does. It is not safe for concurrent use.
+type Decider struct {
+	policy Policy
+	// freshSlack is how far before the end of the speech the last recognised word may
+	// end for the words to count as fresh.
+	freshSlack time.Duration
+
+	active      bool // speech was heard since the last end of turn
+	speechStart time.Duration
+	speechEnd   time.Duration
+	segmentOpen bool
+	candidate   bool // possible speech not yet confirmed or withdrawn
+	pos         time.Duration
+
+	words        []string
+	lastWordEnd  time.Duration
+	completion   float64
+	completeText string
+	hasComplete  bool
+
+	decision Decision
+	decided  bool // decision is up to date with the signals
+}
+
+// NewDecider returns a decider for policy. freshSlack is how far before the speech's end
+// the last word may end and still count as covering it (300 ms is a recogniser's word
+// boundary uncertainty plus the VAD's padding).
+func NewDecider(policy Policy, freshSlack time.Duration) *Decider {
+	return &Decider{policy: policy, freshSlack: freshSlack}
+}
+
+// Decision returns the policy's current decision for the turn in progress.
+func (d *Decider) Decision() Decision {
+	if !d.decided {
+		d.decision = d.policy.Decide(d.signals())
+		d.decided = true
+	}
+	return d.decision
+}
+
+func (d *Decider) signals() Signals {
+	s := Signals{Words: d.words}
+	s.Fresh = len(d.words) > 0 && d.lastWordEnd >= d.speechEnd-d.freshSlack
+	if d.hasComplete && d.completeText == joinWords(d.words) {
+		s.Complete, s.HasComplete = d.completion, true
+	}
+	return s
+}
+
+// Candidate: the VAD heard possible speech; no turn ends while it is open.
+func (d *Decider) Candidate() { d.candidate = true }
+
+// CandidateDropped: the possible speech was noise. The turn may end at once if its
+// silence is long enough.
+func (d *Decider) CandidateDropped() *EndOfTurn {
+	d.candidate = false
+	return d.check()
+}
+
+// SpeechStart: a speech segment began at start.
+func (d *Decider) SpeechStart(start time.Duration) {
+	d.candidate = false
+	d.segmentOpen = true
+	if !d.active {
+		d.active = true
+		d.speechStart = start
+	}
+}
+
+// SpeechEnd: the open segment ended at end (its padded end).
+func (d *Decider) SpeechEnd(end time.Duration) *EndOfTurn {
+	d.segmentOpen = false
+	d.speechEnd = end
+	d.decided = false
+	return d.check()
+}
+
+// Words: the recogniser's words of the turn so far, and where the last one ends.
+func (d *Decider) Words(words []string, lastEnd time.Duration) *EndOfTurn {
+	d.words = append(d.words[:0], words...)
+	d.lastWordEnd = lastEnd
+	d.decided = false
+	return d.check()
+}
+
+// Completion: the language model's probability that the turn is complete after text.
+func (d *Decider) Completion(text string, p float64) *EndOfTurn {
+	d.completeText, d.completion, d.hasComplete = text, p, true
+	d.decided = false
+	return d.check()
+}
+
+// Audio: the stream has reached pos.
+func (d *Decider) Audio(pos time.Duration) *EndOfTurn {
+	if pos > d.pos {
+		d.pos = pos
+	}
+	return d.check()
+}
+
+// Fallback is the VAD's own end of turn (its longest silence): it ends the turn if the
+// policy has not ended it yet.
+func (d *Decider) Fallback(speechStart, speechEnd, silence time.Duration) *EndOfTurn {
+	if !d.active || d.segmentOpen {
+		return nil
+	}
+	eot := &EndOfTurn{SpeechStart: d.speechStart, SpeechEnd: speechEnd, Silence: silence, Reason: "silence (fallback)"}
+	if speechEnd < d.speechEnd {
+		eot.SpeechEnd = d.speechEnd
+	}
+	d.reset()
+	return eot
+}
+
+// Finish ends a turn in progress at the end of the stream.
+func (d *Decider) Finish() *EndOfTurn {
+	if !d.active {
+		return nil
+	}
+	end := d.speechEnd
+	if d.segmentOpen {
+		end = d.pos
+	}
+	eot := &EndOfTurn{SpeechStart: d.speechStart, SpeechEnd: end, Silence: max(d.pos-end, 0), Reason: "end of stream"}
+	d.reset()
+	return eot
+}
+
+// check ends the turn when its silence has reached the policy's hold.
+func (d *Decider) check() *EndOfTurn {
+	if !d.active || d.segmentOpen || d.candidate {
+		return nil
+	}
+	dec := d.Decision()
+	silence := d.pos - d.speechEnd
+	if silence < dec.Hold {
+		return nil
+	}
+	eot := &EndOfTurn{SpeechStart: d.speechStart, SpeechEnd: d.speechEnd, Silence: silence, Reason: dec.Reason}
+	d.reset()
+	return eot
+}
+
+func (d *Decider) reset() {
+	d.active, d.segmentOpen, d.candidate = false, false, false
+	d.words = d.words[:0]
+	d.lastWordEnd = 0
+	d.hasComplete = false
+	d.decided = false
+}
+
+func joinWords(words []string) string {
+	n := 0
+	for _, w := range words {
+		n += len(w) + 1
+	}
+	b := make([]byte, 0, n)
+	for i, w := range words {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, w...)
+	}
+	return string(b)
+}

@@ -1,0 +1,269 @@
+package turnend
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const ms = time.Millisecond
+
+func predictive(t *testing.T) Policy {
+	t.Helper()
+	p, err := DefaultConfig().NewPolicy(700 * ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// step is one thing that happens in a scenario.
+type step struct {
+	at    time.Duration // stream position reached before the step (Audio)
+	start time.Duration // SpeechStart at (when > 0)
+	end   time.Duration // SpeechEnd at (when > 0)
+	words string        // Words (the last one ending at wordsEnd)
+	wEnd  time.Duration
+	prob  float64 // Completion of words (when > 0)
+	cand  int     // 1: Candidate, -1: CandidateDropped
+}
+
+// play feeds steps and advances the audio in 20 ms frames up to until; it returns the
+// end of turn (nil if none) and where the stream was when it came.
+func play(d *Decider, steps []step, until time.Duration) (*EndOfTurn, time.Duration) {
+	pos := time.Duration(0)
+	i := 0
+	for pos <= until {
+		for i < len(steps) && steps[i].at <= pos {
+			s := steps[i]
+			i++
+			var e *EndOfTurn
+			switch {
+			case s.cand == 1:
+				d.Candidate()
+			case s.cand == -1:
+				e = d.CandidateDropped()
+			case s.start > 0:
+				d.SpeechStart(s.start)
+			case s.end > 0:
+				e = d.SpeechEnd(s.end)
+			case s.prob > 0:
+				e = d.Completion(s.words, s.prob)
+			case s.words != "":
+				e = d.Words(strings.Fields(s.words), s.wEnd)
+			}
+			if e != nil {
+				return e, pos
+			}
+		}
+		if e := d.Audio(pos); e != nil {
+			return e, pos
+		}
+		pos += 20 * ms
+	}
+	return nil, pos
+}
+
+func TestDeciderScenarios(t *testing.T) {
+	cases := []struct {
+		name    string
+		policy  Policy
+		steps   []step
+		wantAt  time.Duration // stream position of the end of turn; 0: none
+		wantWhy string
+	}{
+		{
+			name:   "silence policy waits its fixed silence",
+			policy: Silence{After: 700 * ms},
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 1200 * ms, words: "what time is it", wEnd: 1100 * ms},
+				{at: 1400 * ms, end: 1130 * ms},
+			},
+			wantAt: 1840 * ms, wantWhy: "silence",
+		},
+		{
+			name:   "complete question with a confident model ends after the short hold",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 1200 * ms, words: "what time is it", wEnd: 1100 * ms},
+				{at: 1250 * ms, words: "what time is it", prob: 0.8},
+				{at: 1340 * ms, end: 1130 * ms},
+			},
+			wantAt: 1380 * ms, wantWhy: "complete",
+		},
+		{
+			name:   "a pause after 'the' waits long and the user goes on",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 900 * ms, words: "turn on the", wEnd: 850 * ms},
+				{at: 900 * ms, words: "turn on the", prob: 0.9}, // a fooled model does not override grammar
+				{at: 1100 * ms, end: 880 * ms},
+				{at: 1900 * ms, cand: 1},
+				{at: 1950 * ms, start: 1880 * ms},
+			},
+			wantAt: 0,
+		},
+		{
+			name:   "without a model estimate the default hold applies",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 1200 * ms, words: "what time is it", wEnd: 1100 * ms},
+				{at: 1340 * ms, end: 1130 * ms},
+			},
+			wantAt: 1640 * ms, wantWhy: "no completion estimate",
+		},
+		{
+			name:   "stale words never end the turn early",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 800 * ms, words: "what time is it", wEnd: 600 * ms},
+				{at: 800 * ms, words: "what time is it", prob: 0.9},
+				{at: 1340 * ms, end: 1130 * ms}, // the recogniser has not heard the last second yet
+			},
+			wantAt: 1640 * ms, wantWhy: "undecided",
+		},
+		{
+			name:   "a candidate that turns out to be noise does not restart the wait",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 1200 * ms, words: "what time is it", wEnd: 1100 * ms},
+				{at: 1340 * ms, end: 1130 * ms},
+				{at: 1400 * ms, cand: 1},
+				{at: 1700 * ms, cand: -1},
+			},
+			wantAt: 1700 * ms, wantWhy: "no completion estimate",
+		},
+		{
+			name:   "an estimate for other words is ignored",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 1000 * ms, words: "what time", wEnd: 700 * ms},
+				{at: 1000 * ms, words: "what time", prob: 0.9},
+				{at: 1200 * ms, words: "what time is it", wEnd: 1100 * ms},
+				{at: 1340 * ms, end: 1130 * ms},
+			},
+			wantAt: 1640 * ms, wantWhy: "no completion estimate",
+		},
+		{
+			name:   "an unlikely completion waits long",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 1200 * ms, words: "what time is it", wEnd: 1100 * ms},
+				{at: 1200 * ms, words: "what time is it", prob: 0.001},
+				{at: 1340 * ms, end: 1130 * ms},
+			},
+			wantAt: 2340 * ms, wantWhy: "incomplete",
+		},
+		{
+			name:   "words policy: a trailing filler waits long",
+			policy: Words{Holds: DefaultConfig().Holds, Lexicon: mustLexicon(t, "en", nil)},
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 1200 * ms, words: "i would like um", wEnd: 1100 * ms},
+				{at: 1340 * ms, end: 1130 * ms},
+			},
+			wantAt: 2340 * ms, wantWhy: `ends with "um"`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := NewDecider(tc.policy, 300*ms)
+			e, at := play(d, tc.steps, 3*time.Second)
+			if tc.wantAt == 0 {
+				if e != nil {
+					t.Fatalf("turn ended at %v (%s); want no end", at, e.Reason)
+				}
+				return
+			}
+			if e == nil {
+				t.Fatalf("no end of turn; want one at %v", tc.wantAt)
+			}
+			if at != tc.wantAt || !strings.Contains(e.Reason, tc.wantWhy) {
+				t.Fatalf("end of turn at %v (%q, silence %v); want %v (%q)", at, e.Reason, e.Silence, tc.wantAt, tc.wantWhy)
+			}
+		})
+	}
+}
+
+func TestFallbackEndsOnlyAnOpenTurn(t *testing.T) {
+	d := NewDecider(Silence{After: 5 * time.Second}, 300*ms)
+	if e := d.Fallback(0, 1*time.Second, 700*ms); e != nil {
+		t.Fatalf("fallback without speech ended a turn: %+v", e)
+	}
+	d.SpeechStart(100 * ms)
+	if e := d.Fallback(100*ms, 1*time.Second, 700*ms); e != nil {
+		t.Fatalf("fallback during speech ended the turn: %+v", e)
+	}
+	d.SpeechEnd(1 * time.Second)
+	e := d.Fallback(100*ms, 1*time.Second, 700*ms)
+	if e == nil || e.SpeechStart != 100*ms || e.SpeechEnd != time.Second {
+		t.Fatalf("fallback = %+v", e)
+	}
+	if e := d.Fallback(100*ms, 1*time.Second, 700*ms); e != nil {
+		t.Fatalf("second fallback for the same turn: %+v", e)
+	}
+}
+
+func TestLexicon(t *testing.T) {
+	lex := mustLexicon(t, "en", []string{"please", "-the", "how about"})
+	for words, want := range map[string]bool{
+		"turn on the":                 false, // removed
+		"turn on the light":           false,
+		"set a timer for":             true,
+		"i want to":                   true,
+		"and um":                      true,
+		"it is, you know":             true,
+		"what time is it":             false,
+		"lights off please":           true, // added
+		"what do you think how about": true,
+		"Coffee AND":                  true,
+	} {
+		if _, got := lex.Incomplete(strings.Fields(words)); got != want {
+			t.Errorf("Incomplete(%q) = %v, want %v", words, got, want)
+		}
+	}
+	if _, err := NewLexicon("xx", nil); err == nil {
+		t.Error("a language without a list and no words gave no error")
+	}
+	if _, err := NewLexicon("xx", []string{"und"}); err != nil {
+		t.Errorf("a language with given words: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	bad := []func(*Config){
+		func(c *Config) { c.Policy = "magic" },
+		func(c *Config) { c.Holds.Short = 0 },
+		func(c *Config) { c.Holds.Long = c.Holds.Default - 1 },
+		func(c *Config) { c.CompleteAbove = 1.5 },
+		func(c *Config) { c.IncompleteBelow = 0.9 },
+		func(c *Config) { c.FreshSlack = -1 },
+	}
+	for i, f := range bad {
+		c := DefaultConfig()
+		f(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("case %d: no error for %+v", i, c)
+		}
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustLexicon(t *testing.T, lang string, extra []string) *Lexicon {
+	t.Helper()
+	l, err := NewLexicon(lang, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}

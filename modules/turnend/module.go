@@ -1,0 +1,155 @@
+package turnend
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/vad"
+	"go.uber.org/zap"
+)
+
+// Completion is what the module needs of the LLM's estimate that the user's turn is
+// complete (llm.TurnCompletion implements it).
+type Completion interface {
+	iu.Payload
+	// TurnCompletion returns the user text the estimate is about and the probability.
+	TurnCompletion() (text string, p float64)
+}
+
+// Module ends the user's turn by a Policy. It consumes the user's audio (for the stream
+// position), the VAD's candidates, segments and end of turn (its longest silence, a
+// fallback), the recogniser's words and the LLM's completion estimates; it produces
+// vad.EndOfTurn IUs in place of the VAD's and passes the end of the stream on after them.
+type Module struct {
+	name       string
+	policy     Policy
+	freshSlack time.Duration
+}
+
+// New returns the module.
+func New(name string, policy Policy, freshSlack time.Duration) *Module {
+	return &Module{name: name, policy: policy, freshSlack: freshSlack}
+}
+
+// Name implements iu.Module.
+func (m *Module) Name() string { return m.name }
+
+// Run implements iu.Module.
+func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
+	a := &adapter{p: p, log: p.Logger(), d: NewDecider(m.policy, m.freshSlack)}
+	for {
+		ev, err := p.Next(ctx, time.Time{})
+		if err != nil {
+			return err
+		}
+		switch ev.Kind {
+		case iu.EventInputDone:
+			return a.emit(ctx, a.d.Finish())
+		case iu.EventMessage:
+			for _, up := range ev.Message.Updates {
+				if err := a.update(ctx, up); errors.Is(err, errStreamEnded) {
+					// Its work is done; ending it ends the input of the modules it feeds,
+					// which also feed it.
+					return nil
+				} else if err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// errStreamEnded says the recording ended and was passed on.
+var errStreamEnded = errors.New("turnend: the stream ended")
+
+// adapter turns IUs into Decider calls; it belongs to the module's goroutine.
+type adapter struct {
+	p   *iu.Ports
+	log *zap.Logger
+	d   *Decider
+
+	words asr.WordList
+	// endedUtterance is the recogniser's utterance of the last turn ended: its words,
+	// committed after the end, belong to that turn.
+	endedUtterance int
+	curUtterance   int
+	segments       []iu.ID // the turn's segments, which its end is grounded in
+}
+
+func (a *adapter) update(ctx context.Context, up iu.Update) error {
+	u := up.IU
+	switch pl := u.Payload.(type) {
+	case audio.Frame:
+		if up.Type == iu.Add {
+			return a.emit(ctx, a.d.Audio(audio.SamplesToDuration(pl.End(), pl.Rate)))
+		}
+	case vad.Candidate:
+		switch up.Type {
+		case iu.Add:
+			a.d.Candidate()
+		case iu.Revoke:
+			return a.emit(ctx, a.d.CandidateDropped())
+		}
+	case vad.Segment:
+		switch up.Type {
+		case iu.Add:
+			a.d.SpeechStart(pl.Start)
+			a.segments = append(a.segments, u.ID)
+		case iu.Commit:
+			return a.emit(ctx, a.d.SpeechEnd(pl.End))
+		}
+	case vad.EndOfTurn:
+		if up.Type == iu.Add {
+			return a.emit(ctx, a.d.Fallback(pl.SpeechStart, pl.SpeechEnd, pl.Silence))
+		}
+	case asr.Word:
+		if pl.Utterance <= a.endedUtterance {
+			return nil
+		}
+		a.curUtterance = pl.Utterance
+		if !a.words.Apply(up) {
+			return nil
+		}
+		var texts []string
+		var lastEnd time.Duration
+		for _, w := range a.words.Words() {
+			texts = append(texts, w.Text)
+			lastEnd = w.End
+		}
+		return a.emit(ctx, a.d.Words(texts, lastEnd))
+	case Completion:
+		if up.Type == iu.Add {
+			text, prob := pl.TurnCompletion()
+			return a.emit(ctx, a.d.Completion(text, prob))
+		}
+	case audio.EndOfStream:
+		if up.Type != iu.Add {
+			return nil
+		}
+		if err := a.emit(ctx, a.d.Finish()); err != nil {
+			return err
+		}
+		eos := a.p.NewIU(pl, u.ID)
+		if err := a.p.Send(ctx, iu.AddOf(eos), iu.CommitOf(eos)); err != nil {
+			return err
+		}
+		return errStreamEnded
+	}
+	return nil
+}
+
+func (a *adapter) emit(ctx context.Context, e *EndOfTurn) error {
+	if e == nil {
+		return nil
+	}
+	a.endedUtterance = max(a.endedUtterance, a.curUtterance)
+	a.words.Reset()
+	a.log.Debug("end of turn", zap.Duration("speech_end", e.SpeechEnd), zap.Duration("silence", e.Silence), zap.String("reason", e.Reason))
+	u := a.p.NewIU(vad.EndOfTurn{SpeechStart: e.SpeechStart, SpeechEnd: e.SpeechEnd, Silence: e.Silence, Reason: e.Reason}, a.segments...)
+	a.segments = nil
+	return a.p.Send(ctx, iu.AddOf(u), iu.CommitOf(u))
+}
