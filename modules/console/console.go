@@ -3,8 +3,9 @@
 // listener hears them, and who is speaking. On a terminal it redraws the line in
 // progress; otherwise (a pipe or a log) it prints each finished line once.
 //
-// A finished agent line is exactly what the dialogue history stored of the turn (the
-// manager's agent-turn IU): for an interrupted turn, the words the listener heard.
+// A finished line is exactly what the dialogue history stored (the manager's agent-turn
+// and user-turn IUs): for an interrupted agent turn, the words the listener heard; a
+// backchannel the user gave while the agent spoke is marked as one.
 package console
 
 import (
@@ -90,9 +91,16 @@ func (s *screen) update(now time.Duration, up iu.Update) {
 		if up.Type != iu.Add {
 			return
 		}
+		// The line is printed when the manager says how the history stored it
+		// (manager.UserTurn): as a turn, as a backchannel, or not at all (noise).
 		s.words.Reset()
-		if strings.TrimSpace(pl.Text) == "" {
-			s.drawLive("")
+		s.drawLive("")
+	case manager.UserTurn:
+		if up.Type != iu.Add {
+			return
+		}
+		if pl.Backchannel {
+			s.printLine(fmt.Sprintf("[%6.2fs] you   ~ %s —(backchannel)", pl.Start.Seconds(), pl.Text))
 			return
 		}
 		s.printLine(fmt.Sprintf("[%6.2fs] you   › %s", pl.Start.Seconds(), pl.Text))

@@ -25,7 +25,7 @@ type Options struct {
 	// which take effect at the output itself.
 	Lead time.Duration `yaml:"lead" json:"lead"`
 	// DuckRamp is how long a change of level (Duck, Unduck) takes: a linear ramp, short
-	// enough to act within a device buffer or two, long enough not to click (15 ms).
+	// enough to act within a device buffer or two, long enough not to click (10 ms).
 	DuckRamp time.Duration `yaml:"duck_ramp" json:"duck_ramp"`
 	// Quality is the resampler's quality.
 	Quality audio.Quality `yaml:"-" json:"-"`
@@ -43,7 +43,7 @@ func (o Options) WithDefaults() Options {
 		o.Lead = 100 * time.Millisecond
 	}
 	if o.DuckRamp <= 0 {
-		o.DuckRamp = 15 * time.Millisecond
+		o.DuckRamp = 10 * time.Millisecond
 	}
 	return o
 }
