@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"time"
+
+	"github.com/parley-voice/parley/internal/regularfile"
 )
 
 // Errors the WAV reader wraps, so that callers can tell what went wrong with errors.Is.
@@ -576,7 +577,7 @@ func DecodeWAV(r io.Reader) (Frame, error) {
 
 // DecodeWAVFile is DecodeWAV on a file; errors name the file.
 func DecodeWAVFile(path string) (Frame, error) {
-	fh, err := os.Open(path)
+	fh, err := regularfile.Open(path)
 	if err != nil {
 		return Frame{}, fmt.Errorf("audio: %w", err)
 	}
@@ -593,7 +594,7 @@ func DecodeWAVFile(path string) (Frame, error) {
 // that was cut short and ErrEmptyAudio for one without samples, so that a caller can
 // reject a bad recording before it starts streaming it.
 func StatWAVFile(path string) (WAVFormat, error) {
-	fh, err := os.Open(path)
+	fh, err := regularfile.Open(path)
 	if err != nil {
 		return WAVFormat{}, fmt.Errorf("audio: %w", err)
 	}
@@ -608,9 +609,6 @@ func StatWAVFile(path string) (WAVFormat, error) {
 		return WAVFormat{}, fmt.Errorf("audio: %s: %w", path, err)
 	}
 	format := wr.Format()
-	if !st.Mode().IsRegular() {
-		return format, nil // a pipe or device: its length is not known in advance
-	}
 	if wr.dataSize >= 0 {
 		// Everything read so far minus what the reader buffered ahead is the header.
 		dataStart := cr.n - int64(wr.src.Buffered())

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -15,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parley-voice/parley/configs/prompts"
+	"github.com/parley-voice/parley/internal/regularfile"
 )
 
 // Format describes how a conversation is laid out as one prompt string for a model: the
@@ -317,12 +317,7 @@ func LoadFormat(nameOrPath string) (Format, error) {
 // LoadFormatFile loads a prompt format from a JSON file.
 func LoadFormatFile(file string) (Format, error) {
 	// A device or a FIFO named by a broken config would block the read (or never end).
-	if st, err := os.Stat(file); err != nil {
-		return Format{}, fmt.Errorf("dialogue: prompt format: %w", err)
-	} else if !st.Mode().IsRegular() {
-		return Format{}, fmt.Errorf("dialogue: prompt format %s: not a regular file", file)
-	}
-	fh, err := os.Open(file)
+	fh, err := regularfile.Open(file)
 	if err != nil {
 		return Format{}, fmt.Errorf("dialogue: prompt format: %w", err)
 	}

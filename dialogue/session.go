@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/parley-voice/parley/internal/regularfile"
 )
 
 // SessionVersion is the session format this build writes and the newest it reads.
@@ -149,7 +151,7 @@ func refuseNonRegular(root *os.Root, name string) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is a %v, not a regular file", ErrUnsafePath, name, fi.Mode().Type())
+		return fmt.Errorf("%w: %s is %s, not a regular file", ErrUnsafePath, name, regularfile.TypeName(fi.Mode()))
 	}
 	return nil
 }
@@ -245,7 +247,7 @@ func readRegular(root *os.Root, name string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is a %v, not a regular file", ErrUnsafePath, name, fi.Mode().Type())
+		return nil, fmt.Errorf("%w: %s is %s, not a regular file", ErrUnsafePath, name, regularfile.TypeName(fi.Mode()))
 	}
 	f, err := root.Open(name)
 	if err != nil {

@@ -33,6 +33,26 @@ type Turn struct {
 	Interrupted  bool      `json:"interrupted"`
 }
 
+// Speculation counts the replies a predictive pipeline prepared while the user might
+// still be speaking: how many were prepared, how many the end of the user's turn
+// confirmed (hits), how many were withdrawn, and the tokens generated in vain.
+type Speculation struct {
+	Prepared     int `json:"prepared"`
+	Hits         int `json:"hits"`
+	Withdrawn    int `json:"withdrawn"`
+	WastedTokens int `json:"wasted_tokens"`
+}
+
+// Add sums two counts.
+func (s Speculation) Add(o Speculation) Speculation {
+	return Speculation{s.Prepared + o.Prepared, s.Hits + o.Hits, s.Withdrawn + o.Withdrawn, s.WastedTokens + o.WastedTokens}
+}
+
+// String is one line for logs and tables.
+func (s Speculation) String() string {
+	return fmt.Sprintf("%d prepared, %d confirmed, %d withdrawn (%d tokens generated in vain)", s.Prepared, s.Hits, s.Withdrawn, s.WastedTokens)
+}
+
 // Latency names.
 const (
 	VoiceToVoice   = "voice_to_voice"

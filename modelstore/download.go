@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/parley-voice/parley/internal/regularfile"
 )
 
 // ErrChecksum is wrapped by errors about a file whose size or sha256 is not the expected one.
@@ -199,7 +201,7 @@ func check(m Model, size int64, h hash.Hash) error {
 
 // Verify checks that the file at path is m: its size and sha256.
 func Verify(path string, m Model) error {
-	f, err := os.Open(path)
+	f, err := regularfile.Open(path)
 	if err != nil {
 		return fmt.Errorf("modelstore: %w", err)
 	}

@@ -297,7 +297,13 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		// the longest wait the policy may choose.
 		vadCfg.EndOfTurn = max(vadCfg.EndOfTurn, cfg.EndOfTurn.Holds.Long+300*time.Millisecond)
 		asrCfg.EndOfTurnFrom = NameTurnEnd
+		// The reply is prepared for the recogniser's words at the user's pause: all of
+		// them, the last ones not yet confirmed by local agreement too, and the final
+		// decode's words as soon as it is done, which starts once the VAD has seen the
+		// segment end (its merge gap) rather than after the longer trailing audio.
 		asrCfg.EarlyFinal = true
+		asrCfg.EmitUnstable = true
+		asrCfg.Trailing = min(asrCfg.Trailing, vadCfg.MergeGap-vadCfg.SpeechPad)
 	}
 	vadMod, closeVAD, err := openVAD(NameVAD, vadCfg)
 	if err != nil {
@@ -332,6 +338,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	if words := cfg.Dialogue.RemoveWords; len(words) > 0 {
 		llmCfg.NewFilter = func() llm.StreamFilter { return dialogue.NewKeywordFilter(words...) }
 	}
+	llmCfg.Clauses.MaxWords = cfg.LLM.ClauseMaxWords
 	llmCfg.Prefill = predictive
 	llmMod := llm.NewModule(NameLLM, eng.LLM, store, llmCfg)
 	mgrOpts := manager.Options{Turns: cfg.TurnTaking}

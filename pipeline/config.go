@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/dialogue"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/logging"
 	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/asr"
@@ -103,6 +104,10 @@ type LLMConfig struct {
 	MinP          float32 `yaml:"min_p"`
 	RepeatPenalty float32 `yaml:"repeat_penalty"`
 	Seed          uint32  `yaml:"seed"`
+	// ClauseMaxWords cuts a clause that runs this many words without punctuation, so
+	// that speech can start (0: no limit; the benchmarks' random-weight models never
+	// write punctuation).
+	ClauseMaxWords int `yaml:"clause_max_words"`
 	// StreamClauses speaks each clause as soon as it is complete; false waits for the
 	// whole reply (the turn-based baseline of `agent bench`).
 	StreamClauses bool `yaml:"stream_clauses"`
@@ -203,7 +208,7 @@ var ErrInvalidConfig = errors.New("invalid configuration")
 // line); ${VAR} and $VAR in paths are expanded, and relative paths are taken from the
 // file's directory.
 func Load(path string, base Config) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := regularfile.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
@@ -321,8 +326,8 @@ func (c Config) Validate() error {
 	default:
 		add("llm", fmt.Errorf("engine %q (want llama or http)", c.LLM.Engine))
 	}
-	if c.LLM.MaxTokens < 0 || c.LLM.Context < 0 || c.LLM.Threads < 0 {
-		add("llm", errors.New("max_tokens, context and threads must not be negative"))
+	if c.LLM.MaxTokens < 0 || c.LLM.Context < 0 || c.LLM.Threads < 0 || c.LLM.ClauseMaxWords < 0 {
+		add("llm", errors.New("max_tokens, context, threads and clause_max_words must not be negative"))
 	}
 	if c.LLM.Temperature < 0 || c.LLM.TopP < 0 || c.LLM.TopP > 1 || c.LLM.MinP < 0 || c.LLM.MinP > 1 {
 		add("llm", errors.New("sampling: temperature ≥ 0, top_p and min_p in [0, 1]"))

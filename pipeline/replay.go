@@ -49,14 +49,17 @@ type ReplayOptions struct {
 type Outcome struct {
 	Transcript []manager.Entry
 	Metrics    []metrics.Turn
-	History    *dialogue.History
-	SessionDir string
+	// Speculation counts the replies prepared while the user might still be speaking.
+	Speculation metrics.Speculation
+	History     *dialogue.History
+	SessionDir  string
 }
 
 // outcome reads what agent left after its Run returned.
 func (a *Agent) outcome(ctx context.Context) (Outcome, error) {
 	h, err := a.Store.Snapshot(ctx)
-	return Outcome{Transcript: a.Manager.Transcript(), Metrics: a.Latencies.Turns(), History: h, SessionDir: a.SessionDir}, err
+	return Outcome{Transcript: a.Manager.Transcript(), Metrics: a.Latencies.Turns(), Speculation: a.Latencies.Speculation(),
+		History: h, SessionDir: a.SessionDir}, err
 }
 
 // ReplayResult is what a replay produced.
@@ -183,9 +186,10 @@ func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
 	}
 
 	data, err := json.MarshalIndent(struct {
-		Turns   []metrics.Turn           `json:"turns"`
-		Summary map[string]metrics.Stats `json:"summary"`
-	}{res.Metrics, metrics.Summarize(res.Metrics)}, "", "  ")
+		Turns       []metrics.Turn           `json:"turns"`
+		Summary     map[string]metrics.Stats `json:"summary"`
+		Speculation *metrics.Speculation     `json:"speculation,omitempty"`
+	}{res.Metrics, metrics.Summarize(res.Metrics), speculationOf(res.Speculation)}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -211,4 +215,12 @@ func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
 		return err
 	}
 	return svg.Close()
+}
+
+// speculationOf leaves the counts out of reports of pipelines that prepare nothing.
+func speculationOf(s metrics.Speculation) *metrics.Speculation {
+	if s == (metrics.Speculation{}) {
+		return nil
+	}
+	return &s
 }

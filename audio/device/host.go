@@ -5,13 +5,21 @@
 // Names survive reboots and re-plugging, indices do not: configurations should name
 // devices, and the index form exists for quick experiments with 'agent devices'.
 //
+// On PulseAudio and PipeWire, PortAudio 19.7 (which has no PulseAudio host API) sees only
+// ALSA's "pulse" and "default" devices. A configuration may therefore also name one of the
+// sound server's sources or sinks, by name or description ("USB Mic"): Find asks the
+// server (engines/pulse), picks the "pulse" device and marks it with the server's device,
+// and opening a stream on it sets PULSE_SOURCE or PULSE_SINK for the moment the stream
+// opens, which is when ALSA's pulse plugin connects and libpulse reads them.
+//
 // On Linux, PortAudio's probing makes ALSA and JACK print pages of diagnostics about
 // devices that do not exist (HDMI, modem, a JACK server nobody runs). Open silences
 // them by installing silent handlers in libasound and libjack and sets
 // JACK_NO_START_SERVER=1 so that probing never launches a JACK server; Options.Verbose
 // keeps the messages for debugging. PortAudio's own "Expression ... failed" lines,
-// printed when a stream dies, cannot be redirected (PortAudio does not export its debug
-// hook) and still reach stderr.
+// printed when a stream dies, cannot be redirected here: the shared libportaudio does not
+// export its debug hook (PaUtil_SetDebugPrintFunction is only in the static library), so
+// they still reach stderr.
 package device
 
 /*
@@ -20,9 +28,12 @@ package device
 import "C"
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -138,6 +149,10 @@ type Info struct {
 	// the default host API).
 	IsDefaultInput  bool `json:"is_default_input"`
 	IsDefaultOutput bool `json:"is_default_output"`
+	// ServerDevice is set when the device was chosen by one of the sound server's sources
+	// or sinks (see SelectFrom): the stream opens on this device, ALSA's "pulse", and is
+	// directed to that source or sink.
+	ServerDevice *ServerDevice `json:"server_device,omitempty"`
 }
 
 // Has reports whether the device works in direction dir.
@@ -221,11 +236,35 @@ func devicesLocked() ([]Info, error) {
 	return out, nil
 }
 
-// Find returns the device that spec names for direction dir; see Select for the rules.
+// Find returns the device that spec names for direction dir among PortAudio's devices
+// and the sound server's sources or sinks; see SelectFrom for the rules. The sound
+// server is asked only when spec is not empty, not an exact PortAudio name and not an
+// index; when none answers, PortAudio's devices are all there is.
 func (h *Host) Find(spec string, dir Direction) (Info, error) {
 	devs, err := h.Devices()
 	if err != nil {
 		return Info{}, err
 	}
-	return Select(devs, spec, dir)
+	if spec == "" || isIndex(spec) {
+		return Select(devs, spec, dir)
+	}
+	if d, ok := exactName(devs, spec); ok && d.Has(dir) {
+		return d, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), serverQueryTimeout)
+	defer cancel()
+	srv, serr := QuerySoundServer(ctx)
+	d, err := SelectFrom(devs, srv.Devices(dir), spec, dir)
+	if err != nil && serr != nil {
+		return Info{}, fmt.Errorf("%w (the sound server's devices were not searched: %v)", err, serr)
+	}
+	return d, err
+}
+
+// serverQueryTimeout bounds how long Find waits for the sound server.
+const serverQueryTimeout = 2 * time.Second
+
+func isIndex(spec string) bool {
+	_, err := strconv.Atoi(strings.TrimSpace(spec))
+	return err == nil
 }

@@ -8,6 +8,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime/cgo"
 	"sync"
 	"sync/atomic"
@@ -239,6 +240,7 @@ func (h *Host) open(cfg StreamConfig, dir Direction, in InputFunc, out OutputFun
 		return nil, ErrClosed
 	}
 	paMu.Lock()
+	restoreEnv := directToServerDevice(cfg.Device, dir)
 	var pa unsafe.Pointer
 	var res C.PaError
 	if dir == Input {
@@ -247,6 +249,7 @@ func (h *Host) open(cfg StreamConfig, dir Direction, in InputFunc, out OutputFun
 		res = C.parley_open_stream(&pa, nil, &p, C.double(cfg.SampleRate), frames, C.paNoFlag, C.uintptr_t(s.handle))
 	}
 	err = paError(res)
+	restoreEnv()
 	if err == nil && !cfg.NormalPriority && isALSA(cfg.Device.Index) {
 		C.parley_alsa_realtime(pa, 1)
 	}
@@ -258,6 +261,32 @@ func (h *Host) open(cfg StreamConfig, dir Direction, in InputFunc, out OutputFun
 	s.pa = pa
 	h.streams[s] = struct{}{}
 	return s, nil
+}
+
+// directToServerDevice points the stream about to open on d at d's sound-server source or
+// sink, and returns the function that undoes it once the stream is open. ALSA's pulse
+// plugin, which the "pulse" device is, creates its PulseAudio context when the stream
+// opens, and libpulse takes the default source and sink from PULSE_SOURCE and PULSE_SINK
+// at that moment; os.Setenv reaches C's environment in a cgo program. The environment is
+// the process's, so this runs under paMu, and only around Pa_OpenStream: other streams,
+// later ones included, keep the user's own settings.
+func directToServerDevice(d Info, dir Direction) (restore func()) {
+	if d.ServerDevice == nil {
+		return func() {}
+	}
+	name := "PULSE_SINK"
+	if dir == Input {
+		name = "PULSE_SOURCE"
+	}
+	old, had := os.LookupEnv(name)
+	_ = os.Setenv(name, d.ServerDevice.Name)
+	return func() {
+		if had {
+			_ = os.Setenv(name, old)
+		} else {
+			_ = os.Unsetenv(name)
+		}
+	}
 }
 
 // isALSA reports whether device index belongs to the ALSA host API. Call with paMu held.

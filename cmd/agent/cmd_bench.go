@@ -29,6 +29,8 @@ type benchReport struct {
 	Date     time.Time                           `json:"date"`
 	Modes    map[string]map[string]metrics.Stats `json:"modes"`
 	Turns    map[string][]metrics.Turn           `json:"turns"`
+	// Speculation counts the replies each pipeline prepared ahead (predictive only).
+	Speculation map[string]metrics.Speculation `json:"speculation,omitempty"`
 }
 
 func runBench(ctx context.Context, a *app, args []string) error {
@@ -73,7 +75,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	}{{pipeline.Predictive, pipeline.WithPipeline(cfg, pipeline.Predictive)}, {pipeline.Incremental, pipeline.WithPipeline(cfg, pipeline.Incremental)},
 		{pipeline.TurnBased, pipeline.WithPipeline(cfg, pipeline.TurnBased)}}
 	report := benchReport{Scenario: scenario, Config: from, Runs: *runs, Date: time.Now().UTC(),
-		Modes: map[string]map[string]metrics.Stats{}, Turns: map[string][]metrics.Turn{}}
+		Modes: map[string]map[string]metrics.Stats{}, Turns: map[string][]metrics.Turn{}, Speculation: map[string]metrics.Speculation{}}
 	fmt.Fprintf(a.stdout, "bench: %s, %d real-time replay(s) per pipeline, config %s\n", scenario, *runs, from)
 	for _, m := range modes {
 		if *only != "all" && *only != m.name {
@@ -87,6 +89,9 @@ func runBench(ctx context.Context, a *app, args []string) error {
 				return fmt.Errorf("%s run %d: %w", m.name, i+1, err)
 			}
 			turns = append(turns, res.Metrics...)
+			if res.Speculation.Prepared > 0 {
+				report.Speculation[m.name] = report.Speculation[m.name].Add(res.Speculation)
+			}
 			a.log.Info("bench run", zap.String("pipeline", m.name), zap.Int("run", i+1), zap.Int("exchanges", len(res.Metrics)))
 			fmt.Fprintf(a.stdout, "  %s run %d: %d exchanges\n", m.name, i+1, len(res.Metrics))
 		}
@@ -97,6 +102,9 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	for _, m := range modes {
 		if s, ok := report.Modes[m.name]; ok {
 			metrics.WriteTable(a.stdout, m.name, s)
+			if sp, ok := report.Speculation[m.name]; ok {
+				fmt.Fprintf(a.stdout, "  prepared replies: %s\n", sp)
+			}
 			fmt.Fprintln(a.stdout)
 		}
 	}

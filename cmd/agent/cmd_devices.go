@@ -14,7 +14,7 @@ import (
 func devicesCommand() command {
 	return command{
 		Name:    "devices",
-		Summary: "list audio input and output devices (names, host API, rates, channels, latencies, defaults)",
+		Summary: "list audio input and output devices (names, host API, rates, channels, latencies, defaults) and the sound server's sources and sinks",
 		Run:     runDevices,
 	}
 }
@@ -24,6 +24,10 @@ type devicesReport struct {
 	PortAudio string           `json:"portaudio"`
 	HostAPIs  []device.HostAPI `json:"host_apis"`
 	Devices   []deviceJSON     `json:"devices"`
+	// SoundServer is what PulseAudio (or PipeWire's PulseAudio server) lists, when one
+	// answers; SoundServerError says why not otherwise.
+	SoundServer      *device.SoundServer `json:"sound_server,omitempty"`
+	SoundServerError string              `json:"sound_server_error,omitempty"`
 }
 
 // deviceJSON is device.Info with latencies in milliseconds, for people and scripts.
@@ -76,6 +80,20 @@ func runDevices(ctx context.Context, a *app, args []string) error {
 		return true
 	}
 	rep := devicesReport{PortAudio: device.Version(), HostAPIs: apis, Devices: []deviceJSON{}}
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	srv, err := device.QuerySoundServer(qctx)
+	cancel()
+	if err != nil {
+		rep.SoundServerError = err.Error()
+	} else {
+		if *inputs && !*outputs {
+			srv.Sinks = nil
+		}
+		if *outputs && !*inputs {
+			srv.Sources = nil
+		}
+		rep.SoundServer = &srv
+	}
 	for _, d := range devs {
 		if !want(d) {
 			continue
@@ -140,6 +158,45 @@ func printDeviceTables(w io.Writer, rep devicesReport, inputs, outputs bool) {
 	if outputs {
 		section("output devices (* default)", false)
 	}
+	printSoundServer(w, rep, inputs, outputs)
 	fmt.Fprintln(w, "\nChoose a device by name (or a unique part of it) in the configuration: names survive")
-	fmt.Fprintln(w, "reboots and re-plugging, indices do not.")
+	fmt.Fprintln(w, "reboots and re-plugging, indices do not. A sound server's source or sink is chosen by")
+	fmt.Fprintln(w, "its name or description (or a unique part of either, e.g. --input \"USB Mic\") and reached")
+	fmt.Fprintln(w, "through ALSA's \"pulse\" device.")
+}
+
+// printSoundServer lists the sound server's sources and sinks, which PortAudio only
+// reaches through ALSA's "pulse" device.
+func printSoundServer(w io.Writer, rep devicesReport, inputs, outputs bool) {
+	srv := rep.SoundServer
+	if srv == nil {
+		fmt.Fprintf(w, "\nsound server: none answered (%s)\n", rep.SoundServerError)
+		return
+	}
+	fmt.Fprintf(w, "\nsound server: %s %s\n", srv.Name, srv.Version)
+	section := func(title string, devs []device.ServerDevice) {
+		fmt.Fprintf(w, "\n%s\n", title)
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  \tdescription\tname\tformat")
+		for _, d := range devs {
+			mark, kind := "", ""
+			if d.Default {
+				mark = "*"
+			}
+			if d.Monitor {
+				kind = " (monitor)"
+			}
+			fmt.Fprintf(tw, "  %s\t%s%s\t%s\t%s %d ch %d Hz\n", mark, d.Description, kind, d.Name, d.Format, d.Channels, d.Rate)
+		}
+		if len(devs) == 0 {
+			fmt.Fprintln(tw, "  \t(none)")
+		}
+		tw.Flush()
+	}
+	if inputs {
+		section("sound server sources (* default)", srv.Sources)
+	}
+	if outputs {
+		section("sound server sinks (* default)", srv.Sinks)
+	}
 }

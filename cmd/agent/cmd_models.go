@@ -7,6 +7,7 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/modelstore"
 	"golang.org/x/term"
 )
@@ -120,7 +121,7 @@ func runModels(ctx context.Context, a *app, args []string) error {
 }
 
 func loadCatalog(path string) (modelstore.Catalog, error) {
-	data, err := os.ReadFile(path)
+	data, err := regularfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}

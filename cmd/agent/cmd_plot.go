@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/iu/plot"
 )
@@ -30,7 +31,7 @@ func runPlot(ctx context.Context, a *app, args []string) error {
 	if len(rest) != 1 {
 		return usageErrorf("plot needs one timeline file")
 	}
-	f, err := os.Open(rest[0])
+	f, err := regularfile.Open(rest[0])
 	if err != nil {
 		return err
 	}

@@ -65,6 +65,9 @@ func runReplay(ctx context.Context, a *app, args []string) error {
 	}
 	fmt.Fprintf(a.stdout, "\nreplayed %s in %v (wall clock)\n", rest[0], res.Wall.Round(time.Millisecond))
 	metrics.WriteTable(a.stdout, "latencies ("+*clockName+" clock)", metrics.Summarize(res.Metrics))
+	if res.Speculation.Prepared > 0 {
+		fmt.Fprintf(a.stdout, "prepared replies: %s\n", res.Speculation)
+	}
 	fmt.Fprintf(a.stdout, "\nwrote %s: heard.wav (user + agent), agent.wav, user.wav, transcript.txt, timeline.jsonl, timeline.svg, metrics.json, session/\n", dir)
 	return nil
 }

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/internal/wer"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/source"
@@ -53,7 +53,7 @@ func runWER(ctx context.Context, a *app, args []string) error {
 	if *tsv == "" {
 		*tsv = filepath.Join(dir, "transcripts.tsv")
 	}
-	f, err := os.Open(*tsv)
+	f, err := regularfile.Open(*tsv)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/parley-voice/parley/logging"
 	"github.com/parley-voice/parley/userdirs"
@@ -78,14 +79,18 @@ func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
+		var policy signalPolicy
 		for s := range sigs {
-			// A command may take Ctrl-C for itself (chat stops the reply in progress);
-			// otherwise, and for SIGTERM, the command's context ends (a graceful stop).
-			if f := interrupt.Load(); s == os.Interrupt && f != nil {
+			f := interrupt.Load()
+			switch policy.decide(s, time.Now(), f != nil) {
+			case toHandler:
 				(*f)()
-				continue
+			case stopGracefully:
+				fmt.Fprintln(os.Stderr, "agent: stopping; press Ctrl-C again to quit at once")
+				cancel()
+			case exitNow:
+				os.Exit(signalExitCode(s))
 			}
-			cancel()
 		}
 	}()
 	code := runWith(ctx, os.Args[1:], os.Stdout, os.Stderr, &interrupt)

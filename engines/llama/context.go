@@ -10,10 +10,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"unsafe"
+
+	"github.com/parley-voice/parley/internal/regularfile"
 )
 
 // SeqID names a sequence in a context's memory (KV cache). Single-stream use needs only 0.
@@ -490,7 +491,7 @@ func (c *Context) SaveSeqStateFile(path string, seq SeqID, tokens []Token) error
 // LoadSeqStateFile restores the memory of seq from a file written by SaveSeqStateFile
 // and returns the tokens saved with it (at most maxTokens).
 func (c *Context) LoadSeqStateFile(path string, seq SeqID, maxTokens int) ([]Token, error) {
-	if _, err := os.Stat(path); err != nil {
+	if err := regularfile.Check(path); err != nil {
 		return nil, fmt.Errorf("llama: load seq state: %w", err)
 	}
 	if err := c.lock("load seq state file"); err != nil {

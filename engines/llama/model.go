@@ -9,11 +9,11 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"unsafe"
 
 	"github.com/parley-voice/parley/engines/ggml"
+	"github.com/parley-voice/parley/internal/regularfile"
 )
 
 // Token is a token id of a model's vocabulary.
@@ -84,12 +84,8 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 	if err := ggml.LoadBackends(); err != nil {
 		return nil, fmt.Errorf("llama: load %s: %w", path, err)
 	}
-	st, err := os.Stat(path)
-	if err != nil {
+	if err := regularfile.Check(path); err != nil {
 		return nil, fmt.Errorf("llama: load model: %w", err)
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("llama: load model: %s is a directory", path)
 	}
 	params := C.llama_model_default_params()
 	params.vocab_only = C.bool(p.VocabOnly)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/parley-voice/parley/internal/regularfile"
 )
 
 // Config selects the models and options of a Decoder. Empty fields keep pocketsphinx's
@@ -80,6 +82,9 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 	if cfg.LogLevel != "" {
 		set["loglevel"] = strings.ToUpper(cfg.LogLevel)
 	}
+	if err := checkModelPaths(set); err != nil {
+		return nil, fmt.Errorf("pocketsphinx: %w", err)
+	}
 	js, err := json.Marshal(set)
 	if err != nil {
 		return nil, fmt.Errorf("pocketsphinx: options: %w", err)
@@ -101,6 +106,25 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 		d.frate = 100
 	}
 	return d, nil
+}
+
+// checkModelPaths refuses model paths that would hang pocketsphinx in open() (a FIFO or
+// a device): the acoustic model directory and every option naming a file it reads.
+func checkModelPaths(set map[string]any) error {
+	if dir, ok := set["hmm"].(string); ok && dir != "" {
+		if err := regularfile.CheckDir(dir); err != nil {
+			return fmt.Errorf("acoustic model: %w", err)
+		}
+	}
+	for _, name := range [...]string{"lm", "dict", "fdict", "jsgf", "fsg", "kws", "lmctl", "mllr", "lda",
+		"featparams", "mdef", "tmat", "mean", "var", "mixw", "sendump"} {
+		if p, ok := set[name].(string); ok && p != "" {
+			if err := regularfile.Check(p); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // CMN returns the current cepstral mean (pocketsphinx's estimate of the channel), as

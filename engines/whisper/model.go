@@ -29,6 +29,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/parley-voice/parley/internal/regularfile"
 )
 
 // ModelParams configures how a whisper model is loaded.
@@ -50,6 +52,9 @@ type Model struct {
 // LoadModel loads a ggml whisper model file. ggml's backends must be loaded first
 // (engines/ggml.LoadBackends); without them libwhisper aborts the process.
 func LoadModel(path string, p ModelParams) (*Model, error) {
+	if err := regularfile.Check(path); err != nil {
+		return nil, fmt.Errorf("whisper: load model: %w: %w", ErrLoad, err)
+	}
 	cp := C.whisper_context_default_params()
 	cp.use_gpu = C.bool(p.UseGPU)
 	cp.flash_attn = C.bool(p.FlashAttention)

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"runtime"
 	"unsafe"
+
+	"github.com/parley-voice/parley/internal/regularfile"
 )
 
 // SampleRate is the only sample rate libwhisper's models (Silero VAD included) accept.
@@ -43,6 +45,9 @@ type VAD struct {
 // NewVAD loads a Silero VAD model in whisper.cpp's ggml format. ggml's backends must be
 // loaded first (engines/ggml.LoadBackends).
 func NewVAD(modelPath string, p VADParams) (*VAD, error) {
+	if err := regularfile.Check(modelPath); err != nil {
+		return nil, fmt.Errorf("whisper: load VAD model: %w: %w", ErrLoad, err)
+	}
 	cp := C.whisper_vad_default_context_params()
 	cp.n_threads = C.int(max(p.Threads, 1))
 	cp.use_gpu = C.bool(p.UseGPU)

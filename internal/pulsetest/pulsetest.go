@@ -381,6 +381,14 @@ type Sink struct {
 type SinkOptions struct {
 	Rate     int
 	Channels int
+	// Description is what the server shows people ("WH-1000XM4 headset"); the sink's
+	// name when empty.
+	Description string
+	// Rewinds keeps the null sink as PulseAudio makes it by default (module-always-sink's
+	// auto_null, for one): rewinding, and while nothing plays, running at its two-second
+	// maximum latency, so that its monitor delivers the first audio of a new recording
+	// only about two seconds later. LoadNullSink's own default is norewinds=1.
+	Rewinds bool
 }
 
 // LoadNullSink adds a null sink called name.
@@ -390,8 +398,15 @@ type SinkOptions struct {
 // (a one-second file took three seconds through paplay, and its monitor delivered a third
 // of the samples it should have), which breaks every timing measurement.
 func (s *Server) LoadNullSink(ctx context.Context, name string, opts SinkOptions) (Sink, error) {
-	args := []string{"load-module", "module-null-sink", "sink_name=" + name, "norewinds=1",
-		"sink_properties=device.description=" + name}
+	desc := opts.Description
+	if desc == "" {
+		desc = name
+	}
+	args := []string{"load-module", "module-null-sink", "sink_name=" + name,
+		"sink_properties=" + descriptionProperty(desc)}
+	if !opts.Rewinds {
+		args = append(args, "norewinds=1")
+	}
 	if opts.Rate > 0 {
 		args = append(args, "rate="+strconv.Itoa(opts.Rate))
 	}
@@ -407,6 +422,78 @@ func (s *Server) LoadNullSink(ctx context.Context, name string, opts SinkOptions
 		return Sink{}, fmt.Errorf("pulsetest: load-module printed %q, not a module index", out)
 	}
 	return Sink{Name: name, Monitor: name + ".monitor", Module: idx}, nil
+}
+
+// descriptionProperty is a module argument's property list that sets device.description:
+// the module argument is quoted with double quotes, the property value within it with
+// single quotes (descriptions have spaces).
+func descriptionProperty(desc string) string {
+	return `"device.description='` + strings.NewReplacer(`'`, ``, `"`, ``).Replace(desc) + `'"`
+}
+
+// Source is a virtual source: an input that carries what its master source records.
+type Source struct {
+	Name string
+	// Module is the index of the module that made the source.
+	Module int
+}
+
+// LoadVirtualSource adds a source called name, described as description, that carries
+// what master records (for example a null sink's monitor, so that what a test plays into
+// the sink arrives on the source as from a microphone). It uses module-remap-source.
+func (s *Server) LoadVirtualSource(ctx context.Context, name, description, master string) (Source, error) {
+	out, err := s.Pactl(ctx, "load-module", "module-remap-source", "source_name="+name, "master="+master,
+		"source_properties="+descriptionProperty(description))
+	if err != nil {
+		return Source{}, err
+	}
+	idx, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return Source{}, fmt.Errorf("pulsetest: load-module printed %q, not a module index", out)
+	}
+	return Source{Name: name, Module: idx}, nil
+}
+
+// RecordingFrom returns the names of the sources that the server's recording streams
+// (source outputs) record from, one per stream.
+func (s *Server) RecordingFrom(ctx context.Context) ([]string, error) {
+	return s.streamDevices(ctx, "source-outputs", "sources")
+}
+
+// PlayingTo returns the names of the sinks that the server's playback streams (sink
+// inputs) play to, one per stream.
+func (s *Server) PlayingTo(ctx context.Context) ([]string, error) {
+	return s.streamDevices(ctx, "sink-inputs", "sinks")
+}
+
+// streamDevices maps each stream of kind (pactl's "list short" has the device's index in
+// the second column) to the name of its device among devices.
+func (s *Server) streamDevices(ctx context.Context, kind, devices string) ([]string, error) {
+	out, err := s.Pactl(ctx, "list", "short", devices)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Split(line, "\t"); len(f) >= 2 {
+			names[f[0]] = f[1]
+		}
+	}
+	out, err = s.Pactl(ctx, "list", "short", kind)
+	if err != nil {
+		return nil, err
+	}
+	var used []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Split(line, "\t"); len(f) >= 2 {
+			name, ok := names[f[1]]
+			if !ok {
+				name = "#" + f[1]
+			}
+			used = append(used, name)
+		}
+	}
+	return used, nil
 }
 
 // UnloadModule unloads a module, for example a sink's, which makes the sink vanish

@@ -48,6 +48,17 @@ func (s *Server) NullSink(t testing.TB, name string, opts SinkOptions) Sink {
 	return sink
 }
 
+// VirtualSource loads a virtual source for t (see LoadVirtualSource) and fails the test
+// if that does not work.
+func (s *Server) VirtualSource(t testing.TB, name, description, master string) Source {
+	t.Helper()
+	src, err := s.LoadVirtualSource(context.Background(), name, description, master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
 // shortTempDir returns a temporary directory whose path leaves room for the socket
 // name: t.TempDir() nests the test's name, which can be long.
 func shortTempDir(t testing.TB) string {

@@ -788,7 +788,6 @@ func (m *Module) finish(ctx context.Context, p *iu.Ports, t *turn, res Result, g
 func (m *Module) sendReply(ctx context.Context, p *iu.Ports, t *turn, res Result, genErr error, ups []iu.Update) error {
 	failed := genErr != nil && res.StopReason != StopCancelled
 	reply := t.reply(res)
-	reply.Prepared = t.wasPrepared
 	if failed {
 		reply.Err = genErr.Error()
 	}
@@ -826,6 +825,7 @@ func (t *turn) reply(res Result) Reply {
 		Text:              t.raw.String(), // every piece the engine emitted, in order
 		Spoken:            spoken,
 		Clauses:           append([]string(nil), t.committed...),
+		Prepared:          t.wasPrepared,
 		Result:            res,
 		TimeToFirstToken:  t.firstToken,
 		TimeToFirstClause: t.firstClause,

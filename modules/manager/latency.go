@@ -47,6 +47,7 @@ type LatencyObserver struct {
 	current    int           // the agent turn under way (0: none)
 	agents     map[int]*agentTimes
 	turns      []metrics.Turn
+	spec       metrics.Speculation
 }
 
 type endOfTurnTimes struct {
@@ -69,6 +70,13 @@ func NewLatencyObserver(opts LatencyOptions) *LatencyObserver {
 		opts.Logger = zap.NewNop()
 	}
 	return &LatencyObserver{opts: opts, agents: map[int]*agentTimes{}}
+}
+
+// Speculation returns the counts of replies prepared ahead.
+func (o *LatencyObserver) Speculation() metrics.Speculation {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.spec
 }
 
 // Turns returns the latencies of every exchange whose agent turn ended, in order.
@@ -130,6 +138,9 @@ func (o *LatencyObserver) update(from string, up iu.Update) {
 		o.pendingEOT = nil
 		o.lastUser = t
 	case control.Command:
+		if up.Type == iu.Add && pl.Action == control.Prepare {
+			o.spec.Prepared++
+		}
 		if up.Type == iu.Add && pl.Action == control.Respond {
 			a := &agentTimes{turn: o.lastUser}
 			o.lastUser = nil
@@ -159,6 +170,14 @@ func (o *LatencyObserver) update(from string, up iu.Update) {
 			}
 		case iu.Commit:
 			a.turn.FirstClause = u.Created
+		}
+	case llm.Reply:
+		if up.Type == iu.Add && pl.Prepared {
+			o.spec.Hits++
+		}
+		if up.Type == iu.Add && pl.Withdrawn {
+			o.spec.Withdrawn++
+			o.spec.WastedTokens += pl.Result.Tokens
 		}
 	case tts.Chunk:
 		if a := o.agents[pl.TurnID]; a != nil && a.turn != nil && up.Type == iu.Add && a.turn.FirstChunk.IsZero() {

@@ -38,8 +38,9 @@ import (
 
 // Config configures the microphone.
 type Config struct {
-	// Device names the input device: a name, a case-insensitive part of one, or an
-	// index from 'agent devices' (see device.Select); empty for the default input.
+	// Device names the input device: a name, a case-insensitive part of one, an index
+	// from 'agent devices', or one of the sound server's sources by name or description
+	// (see device.SelectFrom); empty for the default input.
 	Device string `yaml:"device" json:"device"`
 	// Rate is the capture rate; 0 for the device's default (native) rate.
 	Rate int `yaml:"rate" json:"rate"`
@@ -62,6 +63,12 @@ type Config struct {
 	ContinueOnDeviceLoss bool `yaml:"continue_on_device_loss" json:"continue_on_device_loss"`
 	// ReopenInterval is how often a lost device is tried again (1 s).
 	ReopenInterval time.Duration `yaml:"reopen_interval" json:"reopen_interval"`
+	// StartupGrace is how long a device that was just opened may take to deliver its
+	// first audio before the module warns (5 s). Sound servers take a while: PulseAudio's
+	// monitor of an idle null sink delivers its first audio about two seconds after a
+	// recording starts, and a Bluetooth headset switching to its microphone profile
+	// takes seconds too. Once audio flows, a second without any is worth a warning.
+	StartupGrace time.Duration `yaml:"startup_grace" json:"startup_grace"`
 	// NormalPriority keeps PortAudio's callback thread at normal priority.
 	NormalPriority bool `yaml:"normal_priority" json:"normal_priority"`
 	// Quality is the resampler's quality.
@@ -83,13 +90,16 @@ func (c Config) withDefaults() Config {
 	if c.ReopenInterval == 0 {
 		c.ReopenInterval = time.Second
 	}
+	if c.StartupGrace == 0 {
+		c.StartupGrace = 5 * time.Second
+	}
 	return c
 }
 
 func (c Config) validate() error {
 	var errs []error
-	if c.Rate < 0 || c.Channels < 0 || c.Latency < 0 || c.FramesPerBuffer < 0 || c.Queue < 0 || c.ReopenInterval < 0 {
-		errs = append(errs, errors.New("mic: negative rate, channels, latency, frames per buffer, queue or reopen interval"))
+	if c.Rate < 0 || c.Channels < 0 || c.Latency < 0 || c.FramesPerBuffer < 0 || c.Queue < 0 || c.ReopenInterval < 0 || c.StartupGrace < 0 {
+		errs = append(errs, errors.New("mic: negative rate, channels, latency, frames per buffer, queue, reopen interval or startup grace"))
 	}
 	if n := audio.DurationToSamples(c.FrameDuration, audio.PipelineRate); n < 1 || c.FrameDuration > time.Second {
 		errs = append(errs, fmt.Errorf("mic: frame duration %v outside (0, 1s]", c.FrameDuration))
@@ -176,7 +186,8 @@ type runner struct {
 	frame []float32
 	start int64 // pipeline position of frame[0]
 
-	lastBlock   time.Time // when the last capture block arrived
+	lastBlock   time.Time // when the last capture block arrived (or the capture opened)
+	delivering  bool      // the current capture has delivered audio
 	stallLogged bool
 	lostAt      time.Time // when the device was lost (zero while capturing)
 	silenceNext time.Time // when the next silence frame is due
@@ -246,12 +257,17 @@ func (r *runner) openCapture() error {
 		return fmt.Errorf("mic: %w", err)
 	}
 	r.cap, r.conv = c, conv
+	r.delivering = false
 	if err := stream.Start(); err != nil {
 		r.closeCapture()
 		return fmt.Errorf("mic: %w", err)
 	}
+	source := ""
+	if dev.ServerDevice != nil {
+		source = dev.ServerDevice.Name
+	}
 	r.log.Info("microphone open",
-		zap.String("device", dev.Name), zap.String("host_api", dev.HostAPI),
+		zap.String("device", dev.Name), zap.String("host_api", dev.HostAPI), zap.String("sound_server_source", source),
 		zap.Int("rate", c.rate), zap.Int("channels", c.channels),
 		zap.Duration("input_latency", stream.Info().InputLatency))
 	return nil
@@ -321,8 +337,13 @@ func (r *runner) loop(ctx context.Context) error {
 		} else {
 			// A watchdog: the stream's end is normally announced by its finished
 			// callback, but that post is dropped when the queue is full, and a device
-			// can also stall without ending.
-			deadline = r.lastBlock.Add(watchdog)
+			// can also stall without ending. A device that was just opened gets longer
+			// to start (Config.StartupGrace).
+			wait := watchdog
+			if !r.delivering {
+				wait = r.m.cfg.StartupGrace
+			}
+			deadline = r.lastBlock.Add(wait)
 		}
 		ev, err := r.p.Next(ctx, deadline)
 		if err != nil {
@@ -375,7 +396,11 @@ func (r *runner) checkStalled(ctx context.Context) error {
 		}
 	}
 	if !r.stallLogged {
-		r.log.Warn("no audio from the input device", zap.Duration("for", now.Sub(r.lastBlock)))
+		if r.delivering {
+			r.log.Warn("no audio from the input device", zap.Duration("for", now.Sub(r.lastBlock)))
+		} else {
+			r.log.Warn("no audio from the input device since it opened", zap.Duration("for", now.Sub(r.lastBlock)))
+		}
 		r.stallLogged = true
 	}
 	r.lastBlock = now // check again after another period
@@ -388,6 +413,7 @@ func (r *runner) handleBlock(ctx context.Context, b *block) error {
 		return nil // a block from a capture that is closed: its device is gone
 	}
 	r.lastBlock = r.p.Now()
+	r.delivering = true
 	if r.stallLogged {
 		r.log.Info("input device delivers audio again")
 		r.stallLogged = false

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/userdirs"
 	"go.yaml.in/yaml/v3"
 )
@@ -150,7 +151,7 @@ func (s *seconds) UnmarshalYAML(n *yaml.Node) error {
 // LoadScenario reads a scenario file, resolves its recordings' paths and checks that
 // they exist. Errors name the file and, where they can, the line.
 func LoadScenario(path string) (*Scenario, error) {
-	fh, err := os.Open(path)
+	fh, err := regularfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
@@ -168,12 +169,8 @@ func LoadScenario(path string) (*Scenario, error) {
 	}
 	sc.Path = path
 	for _, rec := range sc.Recordings {
-		st, err := os.Stat(rec.File)
-		if err != nil {
-			return nil, fmt.Errorf("scenario %s: line %d: recording %s: %w", path, rec.Line, rec.File, err)
-		}
-		if st.IsDir() {
-			return nil, fmt.Errorf("scenario %s: line %d: recording %s is a directory", path, rec.Line, rec.File)
+		if err := regularfile.Check(rec.File); err != nil {
+			return nil, fmt.Errorf("scenario %s: line %d: recording: %w", path, rec.Line, err)
 		}
 	}
 	return sc, nil

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"go.uber.org/zap"
 )
 
@@ -37,7 +38,7 @@ type fileStream struct {
 }
 
 func openFileStream(path string, q audio.Quality) (*fileStream, error) {
-	fh, err := os.Open(path)
+	fh, err := regularfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -192,3 +192,36 @@ func TestPreparedReplyEqualsNormalReply(t *testing.T) {
 			prepared.Text, prepared.Result.Tokens, prepared.Prepared, normal.Text, normal.Result.Tokens)
 	}
 }
+
+// TestCompletionEstimates probes stories260K's estimate that a user's words are complete
+// (the end of the user's turn or sentence punctuation comes next), as the predictive
+// end-of-turn policy reads it: complete sentences must score above their unfinished
+// beginnings. Run with -v for the figures docs/TURN-TAKING.md quotes.
+func TestCompletionEstimates(t *testing.T) {
+	m := loadStories(t)
+	e := newEngine(t, m, llamacpp.Config{})
+	store := storyStore(t, m)
+	estimate := func(text string) float64 {
+		prefix, closing, _, err := store.DraftPrompt(context.Background(), 1<<30, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Prefill(context.Background(), prefix, []string{closing, ".", "?", "!"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%-32q %.5f", text, res.Next)
+		return res.Next
+	}
+	for _, pair := range [][2]string{
+		{"what time is it", "what time is"},
+		{"turn on the living room lamp", "turn on the"},
+		{"tell me a story", "tell me a"},
+		{"where is the dog", "where is the"},
+	} {
+		if complete, unfinished := estimate(pair[0]), estimate(pair[1]); complete <= unfinished {
+			t.Errorf("%q scores %.5f, no more than %q (%.5f)", pair[0], complete, pair[1], unfinished)
+		}
+	}
+	estimate("go forward ten meters")
+}
