@@ -200,7 +200,10 @@ func replayOverlap(t *testing.T, cfg Config, scenario string) (*ReplayResult, *r
 	rec := &record{chunks: map[iu.ID]tts.Chunk{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := Replay(ctx, cfg, eng, ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, Observers: []iu.Observer{rec}})
+	// PARLEY_OVERLAP_CLOCK=real replays in real time, decodes and all (slow, and the
+	// measures then include the machine's load).
+	real := os.Getenv("PARLEY_OVERLAP_CLOCK") == "real"
+	res, err := Replay(ctx, cfg, eng, ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, RealClock: real, Observers: []iu.Observer{rec}})
 	if err != nil {
 		t.Fatal(err)
 	}
