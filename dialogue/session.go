@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,6 +78,9 @@ func SessionPath(base, name string) (string, error) {
 func SaveSession(dir string, s Session, kv KVWriter) error {
 	if s.History == nil {
 		return fmt.Errorf("dialogue: save session: %w: no history", ErrInvalidSession)
+	}
+	if err := checkSessionDir(dir, true); err != nil {
+		return fmt.Errorf("dialogue: save session: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("dialogue: save session: %w", err)
@@ -264,6 +268,24 @@ func readRegular(root *os.Root, name string) ([]byte, error) {
 	return data, nil
 }
 
+// checkSessionDir refuses a session directory that is a symbolic link (or not a directory
+// at all): os.OpenRoot would follow the link, and the session's files would be read and
+// written wherever it points, as a symlinked session file would be. The folder holding
+// the sessions may be a link (a user's data on another disk); a session's own folder
+// may not. A directory that does not exist passes when it may be created.
+func checkSessionDir(dir string, mayCreate bool) error {
+	fi, err := os.Lstat(dir)
+	switch {
+	case mayCreate && errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%w: session folder %s is %s, not a directory", ErrUnsafePath, dir, regularfile.TypeName(fi.Mode()))
+	}
+	return nil
+}
+
 // LoadedSession is a session read from its directory.
 type LoadedSession struct {
 	Session
@@ -274,6 +296,9 @@ type LoadedSession struct {
 // LoadSession reads the session in dir. Files must be regular files inside dir: symlinks
 // and names that leave dir are refused.
 func LoadSession(dir string) (LoadedSession, error) {
+	if err := checkSessionDir(dir, false); err != nil {
+		return LoadedSession{}, fmt.Errorf("dialogue: load session: %w", err)
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return LoadedSession{}, fmt.Errorf("dialogue: load session: %w", err)
@@ -354,3 +379,66 @@ func (s Session) Restore(tok Tokenizer) (*History, Memory, error) {
 type nopTokenizer struct{}
 
 func (nopTokenizer) CountTokens(string) (int, error) { return 0, nil }
+
+// SessionSummary describes a saved session for a listing.
+type SessionSummary struct {
+	// Name is the session's folder name (what --resume takes); Dir its path.
+	Name, Dir string
+	SavedAt   time.Time
+	// Turns counts the stored utterances, the user's and the agent's.
+	Turns int
+	// Last is the last stored utterance (zero when there is none).
+	Last Utterance
+	// Err says why the session cannot be read (the other fields but Name and Dir are
+	// then zero).
+	Err error
+}
+
+// DescribeSession summarises the session saved in dir.
+func DescribeSession(dir string) SessionSummary {
+	sum := SessionSummary{Name: filepath.Base(dir), Dir: dir}
+	loaded, err := LoadSession(dir)
+	if err != nil {
+		sum.Err = err
+		return sum
+	}
+	sum.SavedAt = loaded.SavedAt
+	utts := loaded.History.Utterances()
+	sum.Turns = len(utts)
+	if len(utts) > 0 {
+		sum.Last = utts[len(utts)-1]
+	}
+	return sum
+}
+
+// ListSessions describes the sessions saved in base (each a folder holding SessionFile),
+// oldest first; folders without a session file are not sessions and are left out. A base
+// that does not exist holds no sessions.
+func ListSessions(base string) ([]SessionSummary, error) {
+	entries, err := os.ReadDir(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dialogue: list sessions: %w", err)
+	}
+	var out []SessionSummary
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		dir := filepath.Join(base, name)
+		if _, err := os.Lstat(filepath.Join(dir, SessionFile)); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		out = append(out, DescribeSession(dir))
+	}
+	slices.SortStableFunc(out, func(a, b SessionSummary) int {
+		if c := a.SavedAt.Compare(b.SavedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out, nil
+}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 const (
@@ -449,4 +450,89 @@ func FuzzParseSession(f *testing.F) {
 			t.Fatalf("re-parse: %v", err)
 		}
 	})
+}
+
+// TestSessionFolderSymlinkRefused: a session folder that is a symbolic link is refused
+// for loading and saving, like a symlinked session file; the folder holding the sessions
+// may be a link.
+func TestSessionFolderSymlinkRefused(t *testing.T) {
+	h := NewHistory(mustFormat(t, "plain"), "sys")
+	h.Append(Utterance{Speaker: User, Text: "hello", TurnID: 1})
+	tmp := t.TempDir()
+	elsewhere := filepath.Join(tmp, "elsewhere")
+	if err := SaveSession(elsewhere, Session{History: h}, nil); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(elsewhere, SessionFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(tmp, "sessions")
+	if err := os.Mkdir(base, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "linked")
+	if err := os.Symlink(elsewhere, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadSession(link); !errors.Is(err, ErrUnsafePath) || !strings.Contains(err.Error(), "a symbolic link, not a directory") {
+		t.Errorf("loaded a session through a symlinked folder: %v", err)
+	}
+	h.Append(Utterance{Speaker: Agent, Text: "hi", TurnID: 2})
+	if err := SaveSession(link, Session{History: h}, nil); !errors.Is(err, ErrUnsafePath) {
+		t.Errorf("saved through a symlinked folder: %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(elsewhere, SessionFile)); !bytes.Equal(after, before) {
+		t.Error("the session the link points at was changed")
+	}
+	// The sessions folder itself may be a link.
+	baseLink := filepath.Join(tmp, "sessions-link")
+	if err := os.Symlink(base, baseLink); err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveSession(filepath.Join(baseLink, "real"), Session{History: h}, nil); err != nil {
+		t.Errorf("saving below a linked sessions folder: %v", err)
+	}
+	if _, err := LoadSession(filepath.Join(baseLink, "real")); err != nil {
+		t.Errorf("loading below a linked sessions folder: %v", err)
+	}
+}
+
+func TestListSessions(t *testing.T) {
+	base := t.TempDir()
+	if got, err := ListSessions(filepath.Join(base, "none")); err != nil || got != nil {
+		t.Fatalf("no sessions folder: %v %v", got, err)
+	}
+	h := NewHistory(mustFormat(t, "plain"), "sys")
+	h.Append(Utterance{Speaker: User, Text: "hello", TurnID: 1})
+	h.Append(Utterance{Speaker: Agent, Text: "Once upon a time.", TurnID: 2})
+	older := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := SaveSession(filepath.Join(base, "b-newer"), Session{History: h, SavedAt: older.Add(time.Hour)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveSession(filepath.Join(base, "a-older"), Session{History: NewHistory(mustFormat(t, "plain"), ""), SavedAt: older}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(base, "not-a-session"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(base, "broken"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "broken", SessionFile), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ListSessions(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Name != "broken" || got[0].Err == nil || got[1].Name != "a-older" || got[2].Name != "b-newer" {
+		t.Fatalf("sessions %+v", got)
+	}
+	if s := got[2]; s.Turns != 2 || s.Last.Text != "Once upon a time." || s.Last.Speaker != Agent || !s.SavedAt.Equal(older.Add(time.Hour)) {
+		t.Errorf("newer session %+v", s)
+	}
+	if s := got[1]; s.Turns != 0 || s.Last.Text != "" {
+		t.Errorf("empty session %+v", s)
+	}
 }

@@ -205,7 +205,9 @@ func (n *Network) Run(ctx context.Context) error {
 	fail := func(name string, err error) {
 		errOnce.Do(func() {
 			firstErr = &ModuleError{Module: name, Err: err}
-			n.log.Error("module failed; stopping network", zap.String("module", name), zap.Error(err))
+			// Run returns the error and its caller reports it: at a higher level the
+			// user would read it twice.
+			n.log.Debug("module failed; stopping network", zap.String("module", name), zap.Error(err))
 			cancelModules(firstErr)
 		})
 	}

@@ -1,6 +1,14 @@
 // Package metrics records per-turn latencies of a conversation (voice-to-voice, ASR final
 // latency, LLM time to first token and clause, TTS first chunk, barge-in reaction) and
 // summarises them as percentiles.
+//
+// On a virtual clock computation takes no time, so the latencies that are computation
+// alone (the ASR's final decode, the LLM's first token and clause, the TTS's first chunk)
+// cannot be measured there: a Turn timed on one (VirtualClock) leaves them out of its
+// Latencies and lists them as Unmeasured, summaries count them without statistics, and
+// WriteTable shows them as "—" (metrics.json: "unmeasured"). Voice-to-voice and barge-in
+// reaction also hold what the design imposes (the end-of-turn silence, the speech the
+// VAD needs, the output latency), which a virtual clock measures exactly.
 package metrics
 
 import (
@@ -31,6 +39,10 @@ type Turn struct {
 	BargeInOnset time.Time `json:"-"` // when the user started speaking over the agent
 	AudioSilent  time.Time `json:"-"` // when the agent's audio went silent after that
 	Interrupted  bool      `json:"interrupted"`
+
+	// VirtualClock says the times come from a virtual clock, on which computation takes
+	// no time: the latencies of computation alone are unmeasured.
+	VirtualClock bool `json:"virtual_clock,omitempty"`
 }
 
 // Speculation counts the replies a predictive pipeline prepared while the user might
@@ -66,8 +78,18 @@ const (
 // Names lists the latencies in reporting order.
 var Names = []string{VoiceToVoice, ASRFinal, LLMFirstToken, LLMFirstClause, TTSFirstChunk, BargeIn}
 
-// Latencies returns the durations this turn defines.
-func (t Turn) Latencies() map[string]time.Duration {
+// Computation reports whether latency name is computation alone (a decode, a
+// generation, a synthesis), which a virtual clock cannot measure.
+func Computation(name string) bool {
+	switch name {
+	case ASRFinal, LLMFirstToken, LLMFirstClause, TTSFirstChunk:
+		return true
+	}
+	return false
+}
+
+// spans returns the durations between the steps this turn timed, measurable or not.
+func (t Turn) spans() map[string]time.Duration {
 	out := map[string]time.Duration{}
 	put := func(name string, from, to time.Time) {
 		if !from.IsZero() && !to.IsZero() && !to.Before(from) {
@@ -83,7 +105,38 @@ func (t Turn) Latencies() map[string]time.Duration {
 	return out
 }
 
-// MarshalJSON writes the turn as its latencies in milliseconds.
+// Latencies returns the durations this turn measured: those whose steps it saw, without
+// the computation-only ones on a virtual clock (see Unmeasured).
+func (t Turn) Latencies() map[string]time.Duration {
+	out := t.spans()
+	if t.VirtualClock {
+		for name := range out {
+			if Computation(name) {
+				delete(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// Unmeasured lists, in reporting order, the latencies whose steps this turn saw but its
+// clock could not measure (computation on a virtual clock).
+func (t Turn) Unmeasured() []string {
+	if !t.VirtualClock {
+		return nil
+	}
+	spans := t.spans()
+	var out []string
+	for _, name := range Names {
+		if _, ok := spans[name]; ok && Computation(name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// MarshalJSON writes the turn as its latencies in milliseconds, and the names of those
+// its clock could not measure.
 func (t Turn) MarshalJSON() ([]byte, error) {
 	type plain Turn
 	ms := map[string]float64{}
@@ -92,8 +145,9 @@ func (t Turn) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(struct {
 		plain
-		LatencyMS map[string]float64 `json:"latency_ms"`
-	}{plain(t), ms})
+		LatencyMS  map[string]float64 `json:"latency_ms"`
+		Unmeasured []string           `json:"unmeasured,omitempty"`
+	}{plain(t), ms, t.Unmeasured()})
 }
 
 // String is one log line for the turn.
@@ -105,6 +159,9 @@ func (t Turn) String() string {
 			parts = append(parts, fmt.Sprintf("%s=%s", n, d.Round(time.Millisecond)))
 		}
 	}
+	for _, n := range t.Unmeasured() {
+		parts = append(parts, n+"=—")
+	}
 	return fmt.Sprintf("turn %d→%d: %s", t.UserTurn, t.AgentTurn, strings.Join(parts, " "))
 }
 
@@ -113,19 +170,32 @@ type Stats struct {
 	N             int
 	P50, P90, Max time.Duration
 	Mean          time.Duration
+	// Unmeasured says the latency's steps happened N times but no clock measured them
+	// (computation on a virtual clock): the durations are not known, not zero.
+	Unmeasured bool
 }
 
-// Summarize computes Stats per latency over turns.
+// Summarize computes Stats per latency over turns. A latency that no turn measured but
+// some saw happen gets Stats with Unmeasured set.
 func Summarize(turns []Turn) map[string]Stats {
 	samples := map[string][]time.Duration{}
+	unmeasured := map[string]int{}
 	for _, t := range turns {
 		for k, v := range t.Latencies() {
 			samples[k] = append(samples[k], v)
+		}
+		for _, k := range t.Unmeasured() {
+			unmeasured[k]++
 		}
 	}
 	out := map[string]Stats{}
 	for k, v := range samples {
 		out[k] = Of(v)
+	}
+	for k, n := range unmeasured {
+		if _, ok := out[k]; !ok {
+			out[k] = Stats{N: n, Unmeasured: true}
+		}
 	}
 	return out
 }
@@ -153,23 +223,39 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[rank-1]
 }
 
-// WriteTable prints a summary table.
+// WriteTable prints a summary table; unmeasured latencies show "—", with a note.
 func WriteTable(w io.Writer, title string, summary map[string]Stats) {
 	fmt.Fprintf(w, "%s\n", title)
 	fmt.Fprintf(w, "  %-18s %5s %9s %9s %9s\n", "latency", "n", "p50", "p90", "max")
+	unmeasured := false
 	for _, n := range Names {
 		s, ok := summary[n]
 		if !ok {
 			continue
 		}
+		if s.Unmeasured {
+			unmeasured = true
+			fmt.Fprintf(w, "  %-18s %5d %9s %9s %9s\n", n, s.N, "—", "—", "—")
+			continue
+		}
 		fmt.Fprintf(w, "  %-18s %5d %9s %9s %9s\n", n, s.N, ms(s.P50), ms(s.P90), ms(s.Max))
+	}
+	if unmeasured {
+		fmt.Fprintln(w, "  — : computation takes no time on a virtual clock (replay with --clock real to measure it)")
 	}
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 
-// MarshalJSON writes the statistics in milliseconds.
+// MarshalJSON writes the statistics in milliseconds, or, for an unmeasured latency,
+// only its count and "unmeasured": true.
 func (s Stats) MarshalJSON() ([]byte, error) {
+	if s.Unmeasured {
+		return json.Marshal(struct {
+			N          int  `json:"n"`
+			Unmeasured bool `json:"unmeasured"`
+		}{s.N, true})
+	}
 	f := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	return json.Marshal(struct {
 		N      int     `json:"n"`

@@ -70,3 +70,65 @@ func TestWriteTable(t *testing.T) {
 		t.Errorf("table:\n%s", buf.String())
 	}
 }
+
+// TestVirtualClockLatencies: on a virtual clock the computation-only latencies are
+// unmeasured, not zero: left out of Latencies, listed by Unmeasured, summarised without
+// statistics, shown as "—" and written as "unmeasured" in JSON; the others stay.
+func TestVirtualClockLatencies(t *testing.T) {
+	base := time.Unix(100, 0)
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	// Computation took no time: the steps after the end of turn share its instant.
+	turn := Turn{
+		UserTurn: 1, AgentTurn: 2, VirtualClock: true,
+		UserSpeechEnd: at(0), EndOfTurn: at(700), ASRFinal: at(700), Respond: at(700),
+		FirstToken: at(700), FirstClause: at(700), FirstChunk: at(700), FirstAudible: at(750),
+		BargeInOnset: at(3000), AudioSilent: at(3128),
+	}
+	lat := turn.Latencies()
+	if len(lat) != 2 || lat[VoiceToVoice] != 750*time.Millisecond || lat[BargeIn] != 128*time.Millisecond {
+		t.Errorf("latencies %v, want voice-to-voice and barge-in only", lat)
+	}
+	if got := strings.Join(turn.Unmeasured(), ","); got != "asr_final,llm_first_token,llm_first_clause,tts_first_chunk" {
+		t.Errorf("unmeasured %q", got)
+	}
+	// A step that did not happen is neither measured nor unmeasured.
+	noBarge := turn
+	noBarge.BargeInOnset, noBarge.AudioSilent, noBarge.FirstChunk = time.Time{}, time.Time{}, time.Time{}
+	if got := strings.Join(noBarge.Unmeasured(), ","); got != "asr_final,llm_first_token,llm_first_clause" {
+		t.Errorf("unmeasured without a first chunk: %q", got)
+	}
+	if real := (Turn{EndOfTurn: at(700), ASRFinal: at(700)}); real.Latencies()[ASRFinal] != 0 || real.Unmeasured() != nil {
+		t.Error("on a real clock a zero latency is a measurement")
+	}
+
+	sum := Summarize([]Turn{turn, noBarge})
+	if s := sum[ASRFinal]; !s.Unmeasured || s.N != 2 {
+		t.Errorf("asr_final summary %+v", s)
+	}
+	if s := sum[VoiceToVoice]; s.Unmeasured || s.N != 2 || s.P50 != 750*time.Millisecond {
+		t.Errorf("voice_to_voice summary %+v", s)
+	}
+	var table bytes.Buffer
+	WriteTable(&table, "latencies (virtual clock)", sum)
+	for _, want := range []string{"voice_to_voice         2    750 ms", "asr_final              2         —         —         —", "tts_first_chunk        1         —",
+		"computation takes no time on a virtual clock"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	if strings.Contains(table.String(), " 0 ms") {
+		t.Errorf("table shows a zero latency:\n%s", table.String())
+	}
+	data, err := json.Marshal(struct {
+		Turns   []Turn           `json:"turns"`
+		Summary map[string]Stats `json:"summary"`
+	}{[]Turn{turn}, sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"asr_final":{"n":2,"unmeasured":true}`, `"virtual_clock":true`, `"unmeasured":["asr_final","llm_first_token","llm_first_clause","tts_first_chunk"]`, `"latency_ms":{"barge_in_reaction":128,"voice_to_voice":750}`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("JSON lacks %s:\n%s", want, data)
+		}
+	}
+}

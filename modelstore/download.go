@@ -8,17 +8,34 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/parley-voice/parley/internal/regularfile"
 )
 
-// ErrChecksum is wrapped by errors about a file whose size or sha256 is not the expected one.
-var ErrChecksum = errors.New("checksum mismatch")
+// Errors of downloads.
+var (
+	// ErrChecksum is wrapped by errors about a file whose size or sha256 is not the
+	// expected one.
+	ErrChecksum = errors.New("checksum mismatch")
+	// ErrOffline is wrapped by errors of a download whose host could not be reached: its
+	// name does not resolve, or no network route leads to it (this machine is offline,
+	// or only reaches a local network).
+	ErrOffline = errors.New("the model's host cannot be reached")
+	// ErrRedirect is wrapped by errors of a download redirected where it must not go:
+	// from https to plain http, or more than MaxRedirects times.
+	ErrRedirect = errors.New("refused redirect")
+)
+
+// MaxRedirects is how many redirects a download follows (model hosts send one or two,
+// to their content delivery network).
+const MaxRedirects = 5
 
 // Progress receives download progress: bytes done so far and the total (0 when unknown).
 type Progress interface {
@@ -51,10 +68,13 @@ func (d *Downloader) Pull(ctx context.Context, m Model, progress Progress) (stri
 		return "", fmt.Errorf("modelstore: %w", err)
 	}
 	part := final + ".part"
-	client := d.Client
-	if client == nil {
-		client = &http.Client{Timeout: 0} // large files: no overall timeout; ctx cancels
+	client := &http.Client{Timeout: 0} // large files: no overall timeout; ctx cancels
+	if d.Client != nil {
+		c := *d.Client
+		client = &c
 	}
+	// Whatever the client, redirects stay on https and are few.
+	client.CheckRedirect = checkRedirect
 	var lastErr error
 	for attempt := 0; attempt <= d.Retries; attempt++ {
 		if attempt > 0 {
@@ -76,6 +96,11 @@ func (d *Downloader) Pull(ctx context.Context, m Model, progress Progress) (stri
 		progress.Done()
 	}
 	if lastErr != nil {
+		// A part that failed its checksum (or that a failed attempt emptied) is nothing
+		// to resume: it goes, rather than wait on the disk for the next pull.
+		if fi, err := os.Stat(part); err == nil && (errors.Is(lastErr, ErrChecksum) || fi.Size() == 0) {
+			_ = os.Remove(part)
+		}
 		return "", lastErr
 	}
 	if err := os.Rename(part, final); err != nil {
@@ -90,7 +115,33 @@ func (p permanentError) Unwrap() error { return p.error }
 
 func isPermanent(err error) bool {
 	var p permanentError
-	return errors.As(err, &p)
+	return errors.As(err, &p) || errors.Is(err, ErrOffline) || errors.Is(err, ErrRedirect)
+}
+
+// checkRedirect is the download client's redirect policy: never from https to plain
+// http (a model's bytes would then travel unauthenticated, and its checksum is all
+// that would be left to catch a swap), and at most MaxRedirects of them.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > MaxRedirects {
+		return fmt.Errorf("%w: more than %d redirects (a loop?), the last to %s", ErrRedirect, MaxRedirects, req.URL.Redacted())
+	}
+	if req.URL.Scheme != "https" && via[len(via)-1].URL.Scheme == "https" {
+		return fmt.Errorf("%w: %s sent the download to %s, which is not https", ErrRedirect, via[len(via)-1].URL.Host, req.URL.Redacted())
+	}
+	return nil
+}
+
+// requestError says why a download request got no answer: the host cannot be reached
+// (ErrOffline), a redirect was refused (ErrRedirect), or something else.
+func requestError(m Model, err error) error {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.Is(err, ErrRedirect):
+		return fmt.Errorf("modelstore: fetching %s: %w", m.Name, err)
+	case errors.As(err, &dnsErr), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return fmt.Errorf("modelstore: fetching %s: %w: %w", m.Name, ErrOffline, err)
+	}
+	return fmt.Errorf("modelstore: fetching %s: %w", m.Name, err)
 }
 
 // fetch continues part from its current size and verifies the whole file at the end.
@@ -127,7 +178,7 @@ func (d *Downloader) fetch(ctx context.Context, client *http.Client, m Model, pa
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return fmt.Errorf("modelstore: fetching %s: %w", m.Name, err)
+			return requestError(m, err)
 		}
 		defer resp.Body.Close()
 		switch {

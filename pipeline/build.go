@@ -137,20 +137,41 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 			e.Summarizer = summarizer(sum, cfg)
 		}
 	case "http":
-		eng, err := llm.NewHTTPEngine(llm.HTTPConfig{URL: cfg.LLM.URL, Model: cfg.LLM.ServerModel, Mode: cfg.LLM.Mode, APIKeyEnv: cfg.LLM.APIKeyEnv})
+		eng, err := llm.NewHTTPEngine(llm.HTTPConfig{URL: cfg.LLM.URL, Model: cfg.LLM.ServerModel, Mode: cfg.LLM.Mode, APIKeyEnv: cfg.LLM.APIKeyEnv,
+			Timeout: cfg.LLM.Timeout})
 		if err != nil {
 			return nil, err
 		}
 		e.closers = append(e.closers, eng.Close)
 		e.LLM = eng
 		e.Tokenizer = eng.Tokenizer()
-		e.Context = cfg.LLM.Context
-		log.Info("LLM server", zap.Stringer("engine", eng))
+		e.Context = serverContext(eng, cfg.LLM.Context, log)
+		log.Info("LLM server", zap.Stringer("engine", eng), zap.Int("context", e.Context))
 		if needsSummarizer(cfg) {
 			e.Summarizer = summarizer(eng, cfg)
 		}
 	}
 	return e, nil
+}
+
+// serverContext is the context the prompt is fitted to with an LLM server: the server's
+// own when it says (llama-server does), or the config's when that is smaller; the
+// config's alone when the server does not say (OpenAI-style APIs) or cannot be asked
+// now (it may come up later; generation reports it then).
+func serverContext(eng *llm.HTTPEngine, configured int, log *zap.Logger) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := eng.ContextSize(ctx)
+	switch {
+	case err != nil:
+		log.Warn("cannot ask the LLM server for its context size; using llm.context", zap.Error(err), zap.Int("context", configured))
+		return configured
+	case n == 0:
+		return configured
+	case configured > 0 && configured < n:
+		return configured
+	}
+	return n
 }
 
 func needsSummarizer(cfg Config) bool {
@@ -210,7 +231,7 @@ func NewStore(ctx context.Context, cfg Config, eng *Engines, sessionDir string, 
 	sc := dialogue.StoreConfig{
 		Tokenizer: eng.Tokenizer, ContextSize: eng.Context, ReplyReserve: cfg.Dialogue.ReplyReserve,
 		Summarizer: eng.Summarizer, Align: dialogue.AlignOptions{MinWordFraction: cfg.Dialogue.MinWordFraction},
-		Input: dialogue.InputChain{dialogue.CollapseSpaces(), dialogue.StripControlStrings(f)}, Logger: log.Named("history"),
+		Input: dialogue.InputChain{dialogue.CollapseSpaces(), dialogue.StripControlStrings(f)}, Logger: log.Named(nameHistory),
 	}
 	if cfg.Session.AutoSave && sessionDir != "" {
 		sc.AutoSaveDir = sessionDir
@@ -347,7 +368,9 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	mgr := manager.New(NameManager, store, mgrOpts)
 	a.Manager = mgr
-	a.Latencies = manager.NewLatencyObserver(manager.LatencyOptions{LLM: NameLLM, Origin: clk.Now(), OnTurn: io.OnMetrics, Logger: log.Named("metrics")})
+	_, virtual := clk.(clock.Scheduler)
+	a.Latencies = manager.NewLatencyObserver(manager.LatencyOptions{LLM: NameLLM, Origin: clk.Now(), OnTurn: io.OnMetrics,
+		VirtualClock: virtual, Logger: log.Named(nameMetrics)})
 
 	opts := []iu.Option{iu.WithClock(clk), iu.WithLogger(log), iu.WithObserver(a.Latencies)}
 	if io.Timeline != nil {

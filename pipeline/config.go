@@ -93,8 +93,13 @@ type LLMConfig struct {
 	APIKeyEnv   string `yaml:"api_key_env"`
 	// Threads for the llama engine (0: llama.cpp's default).
 	Threads int `yaml:"threads"`
-	// Context is the context length in tokens (0: the model's, at most 4096).
+	// Context is the context length in tokens (0: the model's, at most 4096). With the
+	// http engine, a server that reports its own (llama-server) is asked at start, and
+	// the smaller of the two is used.
 	Context int `yaml:"context"`
+	// Timeout is how long the http engine waits for the server to start answering and,
+	// while it streams, for its next piece (default 60 s).
+	Timeout time.Duration `yaml:"timeout"`
 	// MaxTokens limits each reply.
 	MaxTokens int `yaml:"max_tokens"`
 	// Sampling; temperature 0 is greedy.
@@ -326,8 +331,8 @@ func (c Config) Validate() error {
 	default:
 		add("llm", fmt.Errorf("engine %q (want llama or http)", c.LLM.Engine))
 	}
-	if c.LLM.MaxTokens < 0 || c.LLM.Context < 0 || c.LLM.Threads < 0 || c.LLM.ClauseMaxWords < 0 {
-		add("llm", errors.New("max_tokens, context, threads and clause_max_words must not be negative"))
+	if c.LLM.MaxTokens < 0 || c.LLM.Context < 0 || c.LLM.Threads < 0 || c.LLM.ClauseMaxWords < 0 || c.LLM.Timeout < 0 {
+		add("llm", errors.New("max_tokens, context, threads, clause_max_words and timeout must not be negative"))
 	}
 	if c.LLM.Temperature < 0 || c.LLM.TopP < 0 || c.LLM.TopP > 1 || c.LLM.MinP < 0 || c.LLM.MinP > 1 {
 		add("llm", errors.New("sampling: temperature ≥ 0, top_p and min_p in [0, 1]"))

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"io"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-voice/parley/clock"
@@ -16,9 +18,13 @@ import (
 
 // LiveOptions are the settings of a live session.
 type LiveOptions struct {
-	// Console shows the conversation; ConsoleTTY redraws the line in progress in place.
-	Console    io.Writer
-	ConsoleTTY bool
+	// Console shows the conversation (nil: no console). Share it with the logger's
+	// console output (Terminal.LogWriter) so that log lines do not break its lines.
+	Console *console.Terminal
+	// OnListening, when set, is called once the microphone and the speakers are both
+	// open: the agent listens from then on. A session whose devices fail to open never
+	// calls it.
+	OnListening func()
 	// Timeline receives every update as JSON lines (optional).
 	Timeline io.Writer
 	// SessionDir overrides where the session is saved.
@@ -36,19 +42,39 @@ type LiveResult struct {
 
 // Live runs the agent on the microphone and the speakers until ctx is cancelled (then
 // every module finishes what it holds and the session is saved).
+//
+// When the session ran and then failed (a device was lost), Live returns the error with
+// a result: what the session left, and where it was saved (the history is saved after
+// every change, so what was said before the failure is kept).
 func Live(ctx context.Context, cfg Config, eng *Engines, opts LiveOptions) (*LiveResult, error) {
-	in, err := mic.New(NameInput, mic.Config{Device: cfg.Audio.Input, FrameDuration: cfg.Audio.Frame, Latency: cfg.Audio.InputLatency})
+	// Each device's first open counts (the microphone opens again after a loss); the
+	// second of the two announces that the agent listens.
+	var toOpen atomic.Int32
+	toOpen.Store(2)
+	var inOpen, outOpen sync.Once
+	deviceOpened := func(once *sync.Once) func() {
+		return func() {
+			once.Do(func() {
+				if toOpen.Add(-1) == 0 && opts.OnListening != nil {
+					opts.OnListening()
+				}
+			})
+		}
+	}
+	in, err := mic.New(NameInput, mic.Config{Device: cfg.Audio.Input, FrameDuration: cfg.Audio.Frame, Latency: cfg.Audio.InputLatency,
+		OnOpen: deviceOpened(&inOpen)})
 	if err != nil {
 		return nil, err
 	}
-	out, err := portaudio.New(NameSpeaker, portaudio.Config{Device: cfg.Audio.Output, Latency: cfg.Audio.OutputLatency})
+	out, err := portaudio.New(NameSpeaker, portaudio.Config{Device: cfg.Audio.Output, Latency: cfg.Audio.OutputLatency,
+		OnOpen: deviceOpened(&outOpen)})
 	if err != nil {
 		return nil, err
 	}
 	aio := IO{Input: in, Speaker: out, Clock: clock.Real{}, Logger: opts.Logger, Timeline: opts.Timeline,
 		SessionDir: opts.SessionDir, Observers: opts.Observers, OnMetrics: opts.OnMetrics}
 	if opts.Console != nil {
-		aio.Console = console.New(NameConsole, opts.Console, opts.ConsoleTTY)
+		aio.Console = console.New(NameConsole, opts.Console)
 	}
 	// The network outlives ctx by its graceful stop; building it must not be cut short.
 	agent, err := Build(context.WithoutCancel(ctx), cfg, eng, aio)
@@ -57,12 +83,17 @@ func Live(ctx context.Context, cfg Config, eng *Engines, opts LiveOptions) (*Liv
 	}
 	defer agent.Close()
 	began := time.Now()
-	if err := agent.Run(ctx); err != nil {
-		return nil, err
-	}
+	runErr := agent.Run(ctx)
 	res := &LiveResult{Duration: time.Since(began)}
-	if res.Outcome, err = agent.outcome(context.WithoutCancel(ctx)); err != nil {
-		return nil, err
+	var err2 error
+	res.Outcome, err2 = agent.outcome(context.WithoutCancel(ctx))
+	if runErr != nil {
+		// The history's saves are done once the store is closed.
+		agent.Close()
+		return res, runErr
+	}
+	if err2 != nil {
+		return nil, err2
 	}
 	return res, nil
 }

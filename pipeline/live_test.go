@@ -11,6 +11,7 @@ import (
 	"github.com/parley-voice/parley/internal/pulsetest"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/console"
 	"github.com/parley-voice/parley/modules/tts"
 )
 
@@ -70,7 +71,7 @@ func TestLiveBargeInThroughPulseAudio(t *testing.T) {
 	runCtx, stop := context.WithTimeout(ctx, 30*time.Second)
 	defer stop()
 	rec := &record{chunks: map[iu.ID]tts.Chunk{}}
-	var console strings.Builder
+	var transcript strings.Builder
 	// The user starts talking once the agent listens.
 	go func() {
 		time.Sleep(time.Second)
@@ -85,17 +86,17 @@ func TestLiveBargeInThroughPulseAudio(t *testing.T) {
 		time.Sleep(8 * time.Second)
 		stop()
 	}()
-	res, err := Live(runCtx, cfg, eng, LiveOptions{Console: &console, SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{rec}})
+	res, err := Live(runCtx, cfg, eng, LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{rec}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("conversation:\n%s", console.String())
+	t.Logf("conversation:\n%s", transcript.String())
 	agents := agentUtterances(res.History)
 	if len(agents) == 0 || !agents[0].Interrupted {
 		t.Fatalf("history %+v: want the first agent turn interrupted by the barge-in", res.History.Utterances())
 	}
 	cut := agents[0]
-	checkConsoleShowsHistory(t, console.String(), res.History)
+	checkConsoleShowsHistory(t, transcript.String(), res.History)
 	if want := heardText(t, rec, cut.TurnID); cut.Text != want {
 		t.Errorf("stored agent turn %q, but the speaker reports the listener heard %q (generated %q)", cut.Text, want, cut.FullText)
 	}

@@ -10,7 +10,7 @@ import (
 
 func TestMain(m *testing.M) {
 	// libwhisper logs every VAD window and libllama every tensor at info level.
-	whisper.SetLogLevel(whisper.LogError)
-	llama.SetLogLevel(llama.LogError)
+	whisper.SetLogger(whisper.LogNone, nil)
+	llama.SetLogger(llama.LogNone, nil)
 	os.Exit(m.Run())
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -100,7 +101,7 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	}
 	aio := IO{Input: input, Speaker: spk, Clock: clk, Logger: log, SessionDir: filepath.Join(opts.OutDir, "session"), Observers: opts.Observers}
 	if opts.Console != nil {
-		aio.Console = console.New(NameConsole, opts.Console, false)
+		aio.Console = console.New(NameConsole, console.NewTerminal(opts.Console, nil, false))
 	}
 	var timelineFile *os.File
 	if opts.Record {
@@ -116,7 +117,7 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	}
 	defer agent.Close()
 	if opts.Record {
-		rec := recorder.New("user-audio", userWAV, 16)
+		rec := recorder.New(nameUserAudio, userWAV, 16)
 		if err := agent.Network.Add(rec); err != nil {
 			return nil, err
 		}
@@ -206,15 +207,12 @@ func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
 	if err != nil {
 		return err
 	}
-	svg, err := os.Create(filepath.Join(dir, "timeline.svg"))
-	if err != nil {
-		return err
+	// Drawn in memory first: a plot that fails leaves no empty file.
+	var svg bytes.Buffer
+	if err := plot.SVG(&svg, entries, plot.Options{}); err != nil {
+		return fmt.Errorf("timeline plot: %w", err)
 	}
-	if err := plot.SVG(svg, entries, plot.Options{}); err != nil {
-		svg.Close()
-		return err
-	}
-	return svg.Close()
+	return os.WriteFile(filepath.Join(dir, "timeline.svg"), svg.Bytes(), 0o644)
 }
 
 // speculationOf leaves the counts out of reports of pipelines that prepare nothing.

@@ -119,7 +119,7 @@ func TestFilesThatWouldBlockAreRefused(t *testing.T) {
 		{name: "whisper model", args: []string{"transcribe", "--engine", "whisper", "--model", model, jfk}, path: model},
 		{name: "pocketsphinx language model", args: []string{"transcribe", "--ps-lm", lm, jfk}, path: lm},
 		{name: "pocketsphinx acoustic model", args: []string{"transcribe", "--ps-hmm", hmm, jfk}, path: means},
-		{name: "llama model", args: []string{"generate", "--model", gguf, "-n", "4", "hello"}, path: gguf},
+		{name: "llama model", args: []string{"generate", "--model", gguf, "--max-tokens", "4", "hello"}, path: gguf},
 		{name: "llama model in the config", args: []string{"replay", "--config", llmConfig, "-o", filepath.Join(tmp, "out4"), jfk}, path: gguf},
 		{name: "models verify", env: []string{"PARLEY_MODELS=" + modelsDir}, args: []string{"models", "verify"}, path: filepath.Join(modelsDir, "ggml-silero-v6.2.0.bin")},
 		{name: "session file", env: []string{"PARLEY_SESSIONS=" + sessions}, args: []string{"chat", "--config", demo, "--session", "s1", "--resume"}, path: filepath.Base(sessionFile)},

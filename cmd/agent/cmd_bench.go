@@ -38,7 +38,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	cfgPath := configFlag(fs)
 	runs := fs.Int("n", 3, "replays per pipeline")
 	out := fs.String("o", "", "output directory for bench.json and the replays (default: bench-TIME in the logs directory)")
-	maxTokens := fs.Int("max-tokens", 40, "reply length in tokens (0: the config's)")
+	maxTokens := fs.Int("max-tokens", 0, "reply length in tokens (default: the config's llm.max_tokens)")
 	only := fs.String("pipeline", "all", "predictive, incremental, turn-based or all")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
@@ -57,7 +57,10 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *maxTokens > 0 {
+	if flagSet(fs, "max-tokens") {
+		if *maxTokens < 0 {
+			return usageErrorf("--max-tokens must not be negative")
+		}
 		cfg.LLM.MaxTokens = *maxTokens
 	}
 	dir := *out

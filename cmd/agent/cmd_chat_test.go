@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ func newChatFixture(t *testing.T) chatFixture {
 	shared := testenv.SharedDir(t)
 	testenv.File(t, filepath.Join(shared, "models", "stories260K.gguf"), "the shared test assets")
 	t.Setenv("PARLEY_SHARED", shared)
-	quietNativeLogs("info") // as run does; chatMain is called without it
+	routeNativeLogs(zap.NewNop()) // as run does; chatMain is called without it
 	tmp := t.TempDir()
 	f := chatFixture{
 		cfgPath:  filepath.Join(testenv.ModuleRoot(t), "configs", "demo.yaml"),
@@ -78,11 +79,14 @@ func TestChatErrors(t *testing.T) {
 		wantUsage bool
 		want      []string
 	}{
-		{"resume without a name", []string{"--resume"}, true, []string{"--resume needs --session NAME"}},
-		{"resume of no session", []string{"--resume", "--session", "nope"}, false, []string{`no saved session "nope"`}},
+		{"resume without a name", []string{"--resume"}, true, []string{"--resume needs the name of a saved session", "saved sessions: exists"}},
+		{"resume of no session", []string{"--resume", "--session", "nope"}, false, []string{`no saved session "nope"`, "saved sessions: exists", "agent sessions"}},
+		{"resume NAME of no session", []string{"--resume", "nope"}, false, []string{`no saved session "nope"`, "saved sessions: exists"}},
+		{"resume and session differ", []string{"--resume=a", "--session", "b"}, true, []string{"different sessions"}},
 		{"name of a saved session", []string{"--session", "exists"}, true, []string{"already exists", "--resume"}},
 		{"unsafe name", []string{"--session", "../up"}, true, []string{"unsafe session path"}},
-		{"negative -n", []string{"-n", "-3"}, true, []string{"must not be negative"}},
+		{"negative --max-tokens", []string{"--max-tokens", "-3"}, true, []string{"must not be negative"}},
+		{"-n is gone", []string{"-n", "3"}, true, []string{"not defined: -n"}},
 		{"arguments", []string{"hello"}, true, []string{"no arguments"}},
 		{"missing model", []string{"--config", missingModel}, false, []string{"/nonexistent/model.gguf", "agent models pull", "--config"}},
 	}
@@ -102,15 +106,16 @@ func TestChatErrors(t *testing.T) {
 			}
 		})
 	}
-	// Through the command line: exit statuses, and -n reaches the request.
+	// Through the command line: exit statuses.
 	if _, stderr, code := runAgent(t, "chat", "--config", missingModel); code != 1 || !strings.Contains(stderr, "agent models pull") {
 		t.Errorf("missing model: exit %d, %q", code, stderr)
 	}
 }
 
 // TestChatFlags: the flags reach the chat: --session names the saved session, --system
-// the system prompt, -n and --max-tokens the reply's length (greedy, so a shorter reply
-// is a prefix of the longer one), and a resumed session continues with --resume.
+// the system prompt, --max-tokens the reply's length (greedy, so a shorter reply is a
+// prefix of the longer one), and a resumed session continues with --resume, saying what
+// it resumed.
 func TestChatFlags(t *testing.T) {
 	f := newChatFixture(t)
 	stored := func(session string) string {
@@ -131,21 +136,23 @@ func TestChatFlags(t *testing.T) {
 	if !strings.Contains(out, "Storyteller: "+full+"\n") {
 		t.Errorf("stored %q, printed\n%s", full, out)
 	}
-	var short []string
-	for _, flag := range []string{"-n", "--max-tokens"} {
-		name := "short" + flag
-		if _, errOut, err := f.chat(context.Background(), t, "Hello there\n", flag, "3", "--system", "A dragon tells stories.", "--session", name); err != nil {
-			t.Fatalf("chat %s 3: %v\n%s", flag, err, errOut)
+	if _, errOut, err := f.chat(context.Background(), t, "Hello there\n", "--max-tokens", "3", "--system", "A dragon tells stories.", "--session", "short"); err != nil {
+		t.Fatalf("chat --max-tokens 3: %v\n%s", err, errOut)
+	}
+	if short := stored("short"); short == "" || len(short) >= len(full) || !strings.HasPrefix(full, short) {
+		t.Errorf("--max-tokens 3 replied %q; the full reply is %q", short, full)
+	}
+	// Both spellings continue a saved session, and say which.
+	for i, args := range [][]string{{"--session", "long", "--resume"}, {"--resume", "long"}} {
+		_, errOut, err := f.chat(context.Background(), t, "Tell me more\n", args...)
+		if err != nil {
+			t.Fatalf("resumed chat %q: %v\n%s", args, err, errOut)
 		}
-		short = append(short, stored(name))
-	}
-	if short[0] == "" || short[0] != short[1] || len(short[0]) >= len(full) || !strings.HasPrefix(full, short[0]) {
-		t.Errorf("-n 3 replied %q, --max-tokens 3 %q; the full reply is %q", short[0], short[1], full)
-	}
-	if _, errOut, err := f.chat(context.Background(), t, "Tell me more\n", "--session", "long", "--resume"); err != nil {
-		t.Fatalf("resumed chat: %v\n%s", err, errOut)
-	}
-	if utts := f.session(t, "long"); len(utts) != 4 || utts[2].Text != "Tell me more" {
-		t.Errorf("resumed session holds %+v", utts)
+		if !strings.Contains(errOut, "resuming session long (saved ") || !strings.Contains(errOut, fmt.Sprintf("%d turns; last: agent › ", 2+2*i)) {
+			t.Errorf("resumed chat %q does not say what it resumed:\n%s", args, errOut)
+		}
+		if utts := f.session(t, "long"); len(utts) != 4+2*i || utts[2+2*i].Text != "Tell me more" {
+			t.Errorf("resumed session holds %+v", utts)
+		}
 	}
 }

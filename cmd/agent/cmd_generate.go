@@ -34,7 +34,7 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "generate", "[--prompt] TEXT")
 	model := fs.String("model", "", "GGUF model file (llama engine), or the model name to request (http engine)")
 	prompt := fs.String("prompt", "", "prompt text (or give it as arguments; \"-\" reads standard input)")
-	n := fs.Int("n", 128, "maximum number of tokens to generate (0: until the model stops or the context is full)")
+	maxTokens := fs.Int("max-tokens", 128, "maximum number of tokens to generate (0: until the model stops or the context is full)")
 	engine := fs.String("engine", "llama", "llama (in-process llama.cpp) or http (OpenAI-compatible server)")
 	url := fs.String("url", "http://127.0.0.1:8080", "server URL for --engine http (root, .../v1 or a full completions URL)")
 	mode := fs.String("mode", llm.ModeCompletions, "http endpoint: completions or chat")
@@ -70,8 +70,8 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 	if text == "" {
 		return usageErrorf("no prompt: give --prompt TEXT")
 	}
-	if *n < 0 {
-		return usageErrorf("-n must not be negative")
+	if *maxTokens < 0 {
+		return usageErrorf("--max-tokens must not be negative")
 	}
 
 	sampling := llm.Sampling{
@@ -115,7 +115,7 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 	defer eng.Close()
 
 	wrote := false
-	res, err := eng.Generate(ctx, llm.Request{Prompt: text, MaxTokens: *n, Stop: stops, Sampling: sampling}, func(piece string) error {
+	res, err := eng.Generate(ctx, llm.Request{Prompt: text, MaxTokens: *maxTokens, Stop: stops, Sampling: sampling}, func(piece string) error {
 		wrote = true
 		_, err := io.WriteString(a.stdout, piece)
 		return err

@@ -22,7 +22,7 @@ func TestGenerateCommand(t *testing.T) {
 		code := run(context.Background(), append([]string{"--quiet", "generate"}, args...), &stdout, &stderr)
 		return stdout.String(), stderr.String(), code
 	}
-	out, errOut, code := gen("--model", model, "--prompt", "Once upon a time", "-n", "40", "--threads", "1")
+	out, errOut, code := gen("--model", model, "--prompt", "Once upon a time", "--max-tokens", "40", "--threads", "1")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -34,7 +34,8 @@ func TestGenerateCommand(t *testing.T) {
 		t.Errorf("statistics line: %q", errOut)
 	}
 	for _, args := range [][]string{
-		{"-n", "3"},
+		{"--max-tokens", "3"},
+		{"-n", "3"}, // gone: --max-tokens, as chat and bench spell it
 		{"--engine", "nope", "--prompt", "x"},
 		{"--prompt", "x"},
 		{"--model", model, "--prompt", "x", "extra"},
@@ -43,7 +44,7 @@ func TestGenerateCommand(t *testing.T) {
 			t.Errorf("%q: exit %d, want 2", args, code)
 		}
 	}
-	if _, errOut, code := gen("--engine", "http", "--url", "http://127.0.0.1:1", "--prompt", "x", "-n", "2"); code != 1 || !strings.Contains(errOut, "unreachable") {
+	if _, errOut, code := gen("--engine", "http", "--url", "http://127.0.0.1:1", "--prompt", "x", "--max-tokens", "2"); code != 1 || !strings.Contains(errOut, "unreachable") {
 		t.Errorf("unreachable server: exit %d, %q", code, errOut)
 	}
 }

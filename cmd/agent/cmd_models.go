@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/parley-voice/parley/internal/regularfile"
@@ -88,15 +90,33 @@ func runModels(ctx context.Context, a *app, args []string) error {
 		if f, ok := a.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			plain = false
 		}
+		// Every model is tried: one that cannot be fetched must not keep the others.
+		var failed []string
+		offline := false
 		for _, m := range models {
 			fmt.Fprintf(a.stdout, "pulling %s (%s, %.0f MB) from %s\n", m.Name, m.File, float64(m.Size)/1e6, m.URL)
 			path, err := d.Pull(ctx, m, modelstore.NewBar(a.stderr, m.Name, plain))
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			if err != nil {
-				return err
+				fmt.Fprintf(a.stdout, "%s: FAILED: %v\n", m.Name, err)
+				failed = append(failed, m.Name)
+				offline = offline || errors.Is(err, modelstore.ErrOffline)
+				continue
 			}
 			fmt.Fprintf(a.stdout, "%s: ok (sha256 verified) %s\n", m.Name, path)
 		}
-		return nil
+		if len(failed) == 0 {
+			return nil
+		}
+		if offline {
+			fmt.Fprintf(a.stdout, "\nThis machine seems to be offline: the models' hosts cannot be reached.\n"+
+				"Download the files elsewhere and serve them from a mirror with the same paths, then\n"+
+				"  agent models pull --mirror http://HOST:PORT   (or set PARLEY_MODEL_MIRROR)\n"+
+				"or copy them into %s and run 'agent models verify'.\n", *dir)
+		}
+		return fmt.Errorf("%d of %d model(s) not pulled: %s", len(failed), len(models), strings.Join(failed, ", "))
 	case "verify":
 		models, err := selected(rest[1:])
 		if err != nil {

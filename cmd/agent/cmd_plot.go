@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/iu"
@@ -38,25 +40,45 @@ func runPlot(ctx context.Context, a *app, args []string) error {
 	defer f.Close()
 	entries, err := iu.ReadTimeline(f)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", rest[0], err)
 	}
 	path := *out
 	if path == "" {
 		path = trimExt(rest[0]) + ".svg"
 	}
-	w, err := os.Create(path)
-	if err != nil {
-		return err
+	// Drawn in memory first: a plot that fails leaves no (empty) file behind.
+	var svg bytes.Buffer
+	if err := plot.SVG(&svg, entries, plot.Options{Width: *width, From: *from, To: *to}); err != nil {
+		return fmt.Errorf("%s: %w", rest[0], err)
 	}
-	if err := plot.SVG(w, entries, plot.Options{Width: *width, From: *from, To: *to}); err != nil {
-		w.Close()
-		return err
-	}
-	if err := w.Close(); err != nil {
+	if err := writeFileAtomic(path, svg.Bytes()); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "wrote %s (%d updates)\n", path, len(entries))
 	return nil
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same folder, so
+// that path holds either its old contents or all of data, never a part of it.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // trimExt drops a file name's last extension.

@@ -130,9 +130,6 @@ func openHearing(a *app, f *hearingFlags, withASR bool) (*hearing, error) {
 	if err := ggml.LoadBackends(); err != nil {
 		return nil, err
 	}
-	if !a.log.Core().Enabled(zap.DebugLevel) {
-		whisper.SetLogLevel(whisper.LogError) // libwhisper logs every VAD call at INFO
-	}
 	if _, err := os.Stat(f.vadCfg.Model); err != nil {
 		return nil, fmt.Errorf("VAD model: %w (agent models pull silero-vad, or --vad-model)", err)
 	}
@@ -178,27 +175,27 @@ func (h *hearing) run(ctx context.Context, path string, sink func(at time.Durati
 	net := iu.NewNetwork(iu.WithClock(clk), iu.WithLogger(h.log))
 	// A second of silence after the recording lets the last turn end by silence, as it
 	// would in a conversation.
-	src, err := source.NewFile("source", path, source.Config{TailSilence: time.Second})
+	src, err := source.NewFile(pipeline.NameInput, path, source.Config{TailSilence: time.Second})
 	if err != nil {
 		return err
 	}
-	v, err := vad.New("vad", h.flags.vadCfg, h.scorer)
+	v, err := vad.New(pipeline.NameVAD, h.flags.vadCfg, h.scorer)
 	if err != nil {
 		return err
 	}
 	last := iu.Module(v)
 	mods := []iu.Module{src, v}
-	links := [][2]string{{"source", "vad"}}
+	links := [][2]string{{pipeline.NameInput, pipeline.NameVAD}}
 	if h.engine != nil {
-		a, err := asr.New("asr", h.flags.asrCfg, h.engine)
+		a, err := asr.New(pipeline.NameASR, h.flags.asrCfg, h.engine)
 		if err != nil {
 			return err
 		}
 		mods = append(mods, a)
-		links = append(links, [2]string{"source", "asr"}, [2]string{"vad", "asr"})
+		links = append(links, [2]string{pipeline.NameInput, pipeline.NameASR}, [2]string{pipeline.NameVAD, pipeline.NameASR})
 		last = a
 	}
-	out := iu.ModuleFunc{ModuleName: "out", Fn: func(ctx context.Context, p *iu.Ports) error {
+	out := iu.ModuleFunc{ModuleName: pipeline.NameConsole, Fn: func(ctx context.Context, p *iu.Ports) error {
 		start := p.Now()
 		for {
 			ev, err := p.Next(ctx, time.Time{})
@@ -218,7 +215,7 @@ func (h *hearing) run(ctx context.Context, path string, sink func(at time.Durati
 		}
 	}}
 	mods = append(mods, out)
-	links = append(links, [2]string{last.Name(), "out"})
+	links = append(links, [2]string{last.Name(), out.Name()})
 	if err := net.Add(mods...); err != nil {
 		return err
 	}

@@ -75,9 +75,9 @@ func TestModelsErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			_, stderr, code := runAgent(t, tt.args...)
-			if code != tt.wantCode || !strings.Contains(stderr, tt.wantText) {
-				t.Errorf("exit %d, stderr %q; want exit %d mentioning %q", code, stderr, tt.wantCode, tt.wantText)
+			stdout, stderr, code := runAgent(t, tt.args...)
+			if code != tt.wantCode || !strings.Contains(stdout+stderr, tt.wantText) {
+				t.Errorf("exit %d, output %q; want exit %d mentioning %q", code, stdout+stderr, tt.wantCode, tt.wantText)
 			}
 		})
 	}

@@ -5,19 +5,11 @@ package ggml
 
 /*
 #cgo pkg-config: ggml
+// Debian's ggml.pc names only libggml; the backend registry is in libggml-base, which
+// programs linking libllama or libwhisper get from their .pc files.
+#cgo LDFLAGS: -lggml-base
 #include <ggml-backend.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-
-// parley_ggml_log drops ggml's own lines below the threshold passed as user data
-// (the backend loader announces every module it loads at info level).
-static void parley_ggml_log(enum ggml_log_level level, const char *text, void *user_data) {
-	if (level == GGML_LOG_LEVEL_CONT || (intptr_t)level >= (intptr_t)user_data) {
-		fputs(text, stderr);
-	}
-}
-static void parley_ggml_log_set(intptr_t min) { ggml_log_set(parley_ggml_log, (void *)min); }
 */
 import "C"
 
@@ -25,17 +17,6 @@ import (
 	"fmt"
 	"unsafe"
 )
-
-// Log levels for SetLogLevel.
-const (
-	LogInfo  = int(C.GGML_LOG_LEVEL_INFO)
-	LogWarn  = int(C.GGML_LOG_LEVEL_WARN)
-	LogError = int(C.GGML_LOG_LEVEL_ERROR)
-)
-
-// SetLogLevel drops ggml's own log lines below level (process-wide, like the library's
-// logger it sets).
-func SetLogLevel(level int) { C.parley_ggml_log_set(C.intptr_t(level)) }
 
 // LoadBackends loads every ggml backend found in the default places (or in the directory
 // named by GGML_BACKEND_PATH's parent conventions), unless a CPU backend is already

@@ -19,7 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	SetLogLevel(LogError)
+	SetLogger(LogNone, nil)
 	os.Exit(m.Run())
 }
 

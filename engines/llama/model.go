@@ -27,26 +27,6 @@ const NoToken Token = -1
 // called after its Close.
 var ErrClosed = errors.New("llama: use of closed resource")
 
-// LogLevel is the lowest severity of llama.cpp and ggml log lines that reach stderr.
-type LogLevel int
-
-// Log thresholds, from everything to nothing.
-const (
-	LogDebug LogLevel = C.GGML_LOG_LEVEL_DEBUG
-	LogInfo  LogLevel = C.GGML_LOG_LEVEL_INFO
-	LogWarn  LogLevel = C.GGML_LOG_LEVEL_WARN
-	LogError LogLevel = C.GGML_LOG_LEVEL_ERROR
-	LogNone  LogLevel = C.GGML_LOG_LEVEL_CONT + 1
-)
-
-// SetLogLevel sets which llama.cpp and ggml log lines are written to stderr. llama.cpp
-// logs every tensor and graph detail at info level by default, which drowns a voice
-// agent's console, so programs usually call SetLogLevel(LogWarn) once at start. The
-// setting belongs to the process-wide C library, not to this package.
-func SetLogLevel(min LogLevel) {
-	C.parley_log_set(C.intptr_t(min))
-}
-
 // ModelParams configures LoadModel. The zero value loads every weight into memory for CPU
 // inference.
 type ModelParams struct {
@@ -99,7 +79,7 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 	defer C.free(unsafe.Pointer(cpath))
 	cm := C.llama_model_load_from_file(cpath, params)
 	if cm == nil {
-		return nil, fmt.Errorf("llama: load %s: llama.cpp could not load the model (not a GGUF file, unsupported architecture or out of memory; SetLogLevel(LogInfo) shows why)", path)
+		return nil, fmt.Errorf("llama: load %s: llama.cpp could not load the model (not a GGUF file, unsupported architecture or out of memory; llama.cpp's log lines at info level, see SetLogger, say why)", path)
 	}
 	m := &Model{m: cm, vocab: C.llama_model_get_vocab(cm), path: path, vocabOnly: p.VocabOnly}
 	m.nVocab = int(C.llama_vocab_n_tokens(m.vocab))

@@ -1,5 +1,5 @@
 // Small C helpers for the Go binding. They exist where Go cannot do the job itself: C
-// callbacks (logging, aborting a decode) and building a llama_batch that points at Go
+// callbacks (aborting a decode) and building a llama_batch that points at Go
 // memory only for the duration of one call.
 #ifndef PARLEY_LLAMA_SHIM_H
 #define PARLEY_LLAMA_SHIM_H
@@ -9,21 +9,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-// parley_log writes llama.cpp and ggml log lines at or above the threshold passed as
-// user_data to stderr. The threshold travels in user_data so that no C global is needed.
-static inline void parley_log(enum ggml_log_level level, const char *text, void *user_data) {
-	intptr_t min = (intptr_t)user_data;
-	if (level == GGML_LOG_LEVEL_CONT) {
-		// Continuations (progress dots, the rest of a line) belong to an info message.
-		if (min > GGML_LOG_LEVEL_INFO) return;
-	} else if ((intptr_t)level < min) {
-		return;
-	}
-	fputs(text, stderr);
-}
-
-static inline void parley_log_set(intptr_t min) { llama_log_set(parley_log, (void *)min); }
 
 // parley_abort lets Go stop a running llama_decode from another goroutine. Each decode
 // gets a fresh ticket in 'current'; a cancellation stores its decode's ticket in

@@ -1,45 +1,55 @@
 package whisper
 
 /*
-#include <stdio.h>
-#include <whisper.h>
-
-// The threshold lives on the C side because libwhisper calls the callback from its own
-// threads; an int read there needs no Go runtime.
-static int parley_whisper_min_level = GGML_LOG_LEVEL_WARN;
-
-static void parley_whisper_log(enum ggml_log_level level, const char *text, void *user_data) {
-	(void)user_data;
-	// GGML_LOG_LEVEL_CONT continues the previous line at that line's level; libwhisper
-	// uses it only for progress dots, which are never wanted.
-	if (level == GGML_LOG_LEVEL_CONT || (int)level < parley_whisper_min_level) {
-		return;
-	}
-	fputs(text, stderr);
-}
-
-static void parley_whisper_set_log_level(int level) {
-	__atomic_store_n(&parley_whisper_min_level, level, __ATOMIC_RELAXED);
-	whisper_log_set(parley_whisper_log, NULL);
-}
+void parley_whisper_log_route(int min);
 */
 import "C"
 
-// LogLevel is the least severe libwhisper (and ggml) message that reaches stderr.
-type LogLevel int
+import (
+	"sync/atomic"
 
-// Log levels, from ggml_log_level.
-const (
-	LogDebug LogLevel = C.GGML_LOG_LEVEL_DEBUG
-	LogInfo  LogLevel = C.GGML_LOG_LEVEL_INFO
-	LogWarn  LogLevel = C.GGML_LOG_LEVEL_WARN
-	LogError LogLevel = C.GGML_LOG_LEVEL_ERROR
-	// LogNone silences libwhisper completely.
-	LogNone LogLevel = C.GGML_LOG_LEVEL_ERROR + 100
+	"github.com/parley-voice/parley/engines/ggml"
 )
 
-// SetLogLevel routes libwhisper's log lines through a filter that drops those below l.
-// libwhisper logs several INFO lines per VAD call and per decode by default, which floods
-// the console of a streaming agent; commands and tests set LogWarn or LogError. The
-// setting is process-wide because libwhisper's logger is.
-func SetLogLevel(l LogLevel) { C.parley_whisper_set_log_level(C.int(l)) }
+// LogLevel is the severity of a libwhisper log line (ggml's levels).
+type LogLevel = ggml.LogLevel
+
+// Log levels, from everything to nothing.
+const (
+	LogDebug = ggml.LogDebug
+	LogInfo  = ggml.LogInfo
+	LogWarn  = ggml.LogWarn
+	LogError = ggml.LogError
+	LogNone  = ggml.LogNone
+)
+
+// whisperLog is where libwhisper's log lines go (nil: nowhere). It is package state
+// because the library's logger is process-wide and the C callback it calls has no other
+// way to reach Go; SetLogger is its only writer.
+var whisperLog atomic.Pointer[ggml.LogLines]
+
+//export parleyWhisperLog
+func parleyWhisperLog(level C.int, text *C.char) {
+	if l := whisperLog.Load(); l != nil {
+		l.Write(LogLevel(level), C.GoString(text))
+	}
+}
+
+// SetLogger sends libwhisper's log lines at or above min to f, a whole line at a time;
+// a nil f or LogNone drops them all. libwhisper writes to stderr by default, several
+// info lines per VAD call and per decode, which floods a streaming agent's console.
+// Progress dots (continuations) are always dropped. Lines below min are dropped in C,
+// without a call into Go.
+//
+// libwhisper points ggml's logger at the same callback, so call ggml.SetLogger after
+// this to give ggml's own lines their own destination. The setting is process-wide, as
+// the library's logger is.
+func SetLogger(min LogLevel, f ggml.LogFunc) {
+	if f == nil {
+		min = LogNone
+		whisperLog.Store(nil)
+	} else {
+		whisperLog.Store(ggml.NewLogLines(f))
+	}
+	C.parley_whisper_log_route(C.int(min))
+}

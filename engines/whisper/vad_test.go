@@ -13,10 +13,10 @@ import (
 
 func loadBackends(t testing.TB) {
 	t.Helper()
+	SetLogger(LogNone, nil) // also ggml's, which announces the backends it loads
 	if err := ggml.LoadBackends(); err != nil {
 		testenv.Missing(t, "a ggml CPU backend", testenv.EnvFix)
 	}
-	SetLogLevel(LogError)
 }
 
 func openVAD(t testing.TB) *VAD {

@@ -69,7 +69,7 @@ func SVG(w io.Writer, entries []iu.TimelineEntry, opt Options) error {
 		left     = 130
 		laneH    = 16
 		rowPad   = 8
-		top      = 30
+		top      = 46 // title and legend above the rows
 		axisH    = 24
 		fontSize = 10
 	)
@@ -91,6 +91,13 @@ func SVG(w io.Writer, entries []iu.TimelineEntry, opt Options) error {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="%d">`+"\n", totalW, height, fontSize)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="13">IU timeline, %.2f–%.2f s</text>`+"\n", left, tMin, tMax)
+	// The legend: what the colours of the bars mean.
+	lx := left
+	for _, l := range legend(dense) {
+		fmt.Fprintf(&b, `<rect x="%d" y="26" width="14" height="10" fill="%s" stroke="#666" stroke-width="0.4"/><text x="%d" y="35" fill="#333">%s</text>`+"\n",
+			lx, l.fill, lx+18, html.EscapeString(l.text))
+		lx += 18 + int(math.Ceil(labelWidth(l.text))) + 16
+	}
 	// Time axis with a tick every "nice" step.
 	step := niceStep((tMax - tMin) / 12)
 	for t := math.Ceil(tMin/step) * step; t <= tMax; t += step {
@@ -99,7 +106,9 @@ func SVG(w io.Writer, entries []iu.TimelineEntry, opt Options) error {
 	}
 	for _, m := range order {
 		ry := rowY[m]
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" font-weight="bold">%s</text>`+"\n", left-8, ry+12, html.EscapeString(m))
+		// A module name too long for the margin is shortened; its title shows it whole.
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" font-weight="bold"><title>%s</title>%s</text>`+"\n",
+			left-8, ry+12, html.EscapeString(m), html.EscapeString(fitLabel(m, left-12, boldCharWidth)))
 		for _, s := range rows[m] {
 			if s.end < tMin || s.start > tMax {
 				continue
@@ -107,14 +116,15 @@ func SVG(w io.Writer, entries []iu.TimelineEntry, opt Options) error {
 			x0, x1 := x(math.Max(s.start, tMin)), x(math.Min(s.end, tMax))
 			w := math.Max(x1-x0, 1.5)
 			sy := ry + s.lane*laneH
-			fill := map[iu.State]string{iu.Committed: "#9fd4a3", iu.Revoked: "#f0a3a3", iu.Open: "#cfd8e3"}[s.state]
+			fill := stateFill[s.state]
 			if dense[s.kind] {
-				fill = "#b9c9ee"
+				fill = denseFill
 			}
 			fmt.Fprintf(&b, `<g><title>%s</title><rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" stroke="#666" stroke-width="0.4"/>`,
 				html.EscapeString(fmt.Sprintf("%s %.3f–%.3f s: %s", s.kind, s.start, s.end, s.label)), x0, sy, w, laneH-3, fill)
-			if w > 18 && s.label != "" {
-				fmt.Fprintf(&b, `<text x="%.1f" y="%d" clip-path="inset(0)">%s</text>`, x0+2, sy+fontSize, html.EscapeString(fitLabel(s.label, int(w/5.5))))
+			// The label is cut to what fits in the bar (the title shows it whole on hover).
+			if label := fitLabel(s.label, w-4, charWidth); label != "" {
+				fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`, x0+2, sy+fontSize, html.EscapeString(label))
 			}
 			b.WriteString("</g>\n")
 		}
@@ -233,11 +243,50 @@ func niceStep(raw float64) float64 {
 	return 10 * exp
 }
 
-// fitLabel shortens a label to n characters, ellipsis included (a box too narrow for
-// even that shows the label clipped).
-func fitLabel(s string, n int) string {
-	if n < 2 || utf8.RuneCountInString(s) <= n {
+// Bar colours by IU state, and for merged activity spans.
+var stateFill = map[iu.State]string{iu.Committed: "#9fd4a3", iu.Revoked: "#f0a3a3", iu.Open: "#cfd8e3"}
+
+const denseFill = "#b9c9ee"
+
+type legendItem struct{ fill, text string }
+
+// legend lists the colours the plot uses.
+func legend(dense map[string]bool) []legendItem {
+	items := []legendItem{
+		{stateFill[iu.Committed], "committed"},
+		{stateFill[iu.Revoked], "revoked"},
+		{stateFill[iu.Open], "open (not yet committed)"},
+	}
+	if len(dense) > 0 {
+		kinds := make([]string, 0, len(dense))
+		for k := range dense {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		items = append(items, legendItem{denseFill, strings.Join(kinds, ", ") + " (merged activity)"})
+	}
+	return items
+}
+
+// Widths of a character of the 10-pixel sans-serif labels, generous enough for wide
+// letters, so that a label measured with them stays inside its bar.
+const (
+	charWidth     = 6.0
+	boldCharWidth = 7.0
+)
+
+// labelWidth is the width a label of the plot's font takes at most.
+func labelWidth(s string) float64 { return float64(utf8.RuneCountInString(s)) * charWidth }
+
+// fitLabel shortens s, ellipsis included, to fit width pixels at perChar pixels a
+// character; it returns "" when not even one character and the ellipsis fit.
+func fitLabel(s string, width, perChar float64) string {
+	n := int(width / perChar)
+	switch {
+	case utf8.RuneCountInString(s) <= n:
 		return s
+	case n < 2:
+		return ""
 	}
 	return ellipsis.Cut(s, n-1)
 }

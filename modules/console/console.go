@@ -1,7 +1,13 @@
 // Package console shows a conversation as it happens: the user's words as the
 // recogniser hears them (partial words updating in place), the agent's words as the
 // listener hears them, and who is speaking. On a terminal it redraws the line in
-// progress; otherwise (a pipe or a log) it prints each finished line once.
+// progress; otherwise (a pipe or a log) it prints each finished line once. It draws on a
+// Terminal, which it shares with the log, so that log lines land above the line in
+// progress instead of in its middle.
+//
+// Finished lines appear in the order of the times they show: a user's line that started
+// while the agent was speaking waits until the agent's turn is printed, and an agent line
+// waits for the user's line that was already under way when the agent started.
 //
 // A finished line is exactly what the dialogue history stored (the manager's agent-turn
 // and user-turn IUs): for an interrupted agent turn, the words the listener heard; a
@@ -11,7 +17,7 @@ package console
 import (
 	"context"
 	"fmt"
-	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,15 +28,14 @@ import (
 	"github.com/parley-voice/parley/modules/speaker"
 )
 
-// Module renders the conversation to a writer.
+// Module renders the conversation on a Terminal.
 type Module struct {
 	name string
-	w    io.Writer
-	tty  bool
+	term *Terminal
 }
 
-// New returns a console module; tty selects in-place redrawing.
-func New(name string, w io.Writer, tty bool) *Module { return &Module{name: name, w: w, tty: tty} }
+// New returns a console module drawing on term.
+func New(name string, term *Terminal) *Module { return &Module{name: name, term: term} }
 
 // Name implements iu.Module.
 func (m *Module) Name() string { return m.name }
@@ -51,29 +56,37 @@ type screen struct {
 	agentHeard map[int]string // clause id → text heard so far (whole words)
 	agentOrder []int
 	agentStart time.Duration
-	live       string // the line being redrawn on a terminal
+
+	order lineOrder // finished lines waiting for an earlier one still in progress
+	// awaiting holds the starts of the user's utterances the manager has not stored yet
+	// (its user-turn IU follows).
+	awaiting []time.Duration
 }
 
 // Run implements iu.Module.
 func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	s := &screen{m: m, origin: p.Now(), agentHeard: map[int]string{}}
-	defer s.flushLive()
+	defer m.term.ClearLive()
 	for {
 		ev, err := p.Next(ctx, time.Time{})
 		if err != nil {
+			s.release(true)
 			return err
 		}
 		switch ev.Kind {
 		case iu.EventInputDone:
 			// An agent turn still under way when the session ended was never stored.
 			if s.agentTurn != 0 {
-				s.printLine(s.agentLine() + " —(not stored)")
+				s.finished(s.agentStart, s.agentLine()+" —(not stored)")
+				s.agentTurn = 0
 			}
+			s.release(true)
 			return nil
 		case iu.EventMessage:
 			for _, up := range ev.Message.Updates {
 				s.update(p.Now().Sub(s.origin), up)
 			}
+			s.release(false)
 		}
 	}
 }
@@ -92,18 +105,27 @@ func (s *screen) update(now time.Duration, up iu.Update) {
 			return
 		}
 		// The line is printed when the manager says how the history stored it
-		// (manager.UserTurn): as a turn, as a backchannel, or not at all (noise).
+		// (manager.UserTurn): as a turn, as a backchannel, or not at all (noise). Until
+		// then it holds back the lines that come after it.
 		s.words.Reset()
+		if strings.TrimSpace(pl.Text) != "" {
+			s.awaiting = append(s.awaiting, pl.Start)
+		}
 		s.drawLive("")
 	case manager.UserTurn:
 		if up.Type != iu.Add {
 			return
 		}
-		if pl.Backchannel {
-			s.printLine(fmt.Sprintf("[%6.2fs] you   ~ %s —(backchannel)", pl.Start.Seconds(), pl.Text))
-			return
+		if i := slices.Index(s.awaiting, pl.Start); i >= 0 {
+			s.awaiting = slices.Delete(s.awaiting, i, i+1)
 		}
-		s.printLine(fmt.Sprintf("[%6.2fs] you   › %s", pl.Start.Seconds(), pl.Text))
+		switch {
+		case pl.Text == "":
+		case pl.Backchannel:
+			s.finished(pl.Start, fmt.Sprintf("[%6.2fs] you   ~ %s —(backchannel)", pl.Start.Seconds(), pl.Text))
+		default:
+			s.finished(pl.Start, fmt.Sprintf("[%6.2fs] you   › %s", pl.Start.Seconds(), pl.Text))
+		}
 	case speaker.Progress:
 		s.heard(pl)
 	case manager.AgentTurn:
@@ -112,16 +134,10 @@ func (s *screen) update(now time.Duration, up iu.Update) {
 		}
 	case manager.TurnState:
 		s.state = pl.State
-		if s.words.Len() > 0 {
-			s.drawLive(s.userLine())
-		} else if s.agentTurn != 0 {
-			s.drawLive(s.agentLine())
-		} else {
-			s.drawLive(s.status())
-		}
+		s.redraw()
 	case llm.Reply:
 		if up.Type == iu.Add && pl.Err != "" {
-			s.printLine(fmt.Sprintf("[%6.2fs] (the LLM failed: %s)", now.Seconds(), pl.Err))
+			s.finished(now, fmt.Sprintf("[%6.2fs] (the LLM failed: %s)", now.Seconds(), pl.Err))
 		}
 	}
 }
@@ -169,7 +185,44 @@ func (s *screen) agentEnded(a manager.AgentTurn) {
 		suffix = " —(interrupted)"
 	}
 	if a.Text != "" || suffix != "" {
-		s.printLine(fmt.Sprintf("[%6.2fs] agent › %s%s", a.Start.Seconds(), a.Text, suffix))
+		s.finished(a.Start, fmt.Sprintf("[%6.2fs] agent › %s%s", a.Start.Seconds(), a.Text, suffix))
+	}
+}
+
+// finished queues a finished line that shows time at; release prints it in order.
+func (s *screen) finished(at time.Duration, line string) { s.order.add(at, line) }
+
+// release prints the finished lines that no line still in progress precedes (all of
+// them at the end of the session), then draws the line in progress again.
+func (s *screen) release(all bool) {
+	var pending []time.Duration
+	if !all {
+		pending = append(pending, s.awaiting...)
+		if s.words.Len() > 0 {
+			pending = append(pending, s.userStart)
+		}
+		if s.agentTurn != 0 {
+			pending = append(pending, s.agentStart)
+		}
+	}
+	lines := s.order.release(pending...)
+	for _, l := range lines {
+		s.m.term.Println(l)
+	}
+	if len(lines) > 0 && !all {
+		s.redraw()
+	}
+}
+
+// redraw draws the line in progress: the user's words, else the agent's, else who speaks.
+func (s *screen) redraw() {
+	switch {
+	case s.words.Len() > 0:
+		s.drawLive(s.userLine())
+	case s.agentTurn != 0:
+		s.drawLive(s.agentLine())
+	default:
+		s.drawLive(s.status())
 	}
 }
 
@@ -211,26 +264,4 @@ func (s *screen) agentLine() string {
 }
 
 // drawLive shows the line in progress (terminals only).
-func (s *screen) drawLive(line string) {
-	if !s.m.tty || line == s.live {
-		return
-	}
-	s.live = line
-	fmt.Fprintf(s.m.w, "\r\x1b[K%s", line)
-}
-
-// printLine prints a finished line (above the live line on a terminal).
-func (s *screen) printLine(line string) {
-	if s.m.tty {
-		fmt.Fprintf(s.m.w, "\r\x1b[K%s\n", line)
-		s.live = ""
-		return
-	}
-	fmt.Fprintln(s.m.w, line)
-}
-
-func (s *screen) flushLive() {
-	if s.m.tty && s.live != "" {
-		fmt.Fprint(s.m.w, "\r\x1b[K")
-	}
-}
+func (s *screen) drawLive(line string) { s.m.term.SetLive(line) }

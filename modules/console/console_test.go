@@ -33,7 +33,7 @@ func run(t *testing.T, tty bool, steps ...step) string {
 		return nil
 	}}
 	var out strings.Builder
-	c := New("console", &out, tty)
+	c := New("console", NewTerminal(&out, nil, tty))
 	if err := net.Add(feeder, c); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +85,8 @@ func TestConsolePrintsWhatWasStored(t *testing.T) {
 		heard(2, 0, clause, 10, 11, 0.7, 3500*time.Millisecond),
 		added(manager.AgentTurn{TurnID: 2, InReplyTo: 1, Text: "Once upon a", FullText: clause, Interrupted: true, Stored: true, Start: 3020 * time.Millisecond}),
 		added(manager.UserTurn{TurnID: 2, Text: "mm-hmm", Backchannel: true, Sound: manager.SoundHum, Start: 3100 * time.Millisecond}),
+		added(asr.Utterance{Text: "the", Start: 3300 * time.Millisecond}), // a knock: no line
+		added(manager.UserTurn{TurnID: 2, Backchannel: true, Sound: manager.SoundNoise, Start: 3300 * time.Millisecond}),
 		heard(2, 0, clause, 12, 16, 1, 3600*time.Millisecond), // late: the turn is printed
 		added(asr.Utterance{Text: "   "}),
 		added(manager.AgentTurn{TurnID: 4, InReplyTo: 3, FullText: "Sure.", Interrupted: true, Stored: false}),
@@ -125,5 +127,105 @@ func TestConsoleLiveLines(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("output %q lacks %q", got, want)
 		}
+	}
+}
+
+// TestConsoleLinesInTimeOrder: a user who speaks while the agent is talking (a barge-in
+// or a backchannel) finishes an utterance before the agent's turn ends; the agent's line,
+// which started earlier, must still come first, so that the times shown only go forward.
+func TestConsoleLinesInTimeOrder(t *testing.T) {
+	const clause = "Once upon a time, there was a dragon."
+	for _, tty := range []bool{false, true} {
+		got := run(t, tty,
+			added(asr.Utterance{Text: "tell me a story", Start: 1190 * time.Millisecond}),
+			added(manager.UserTurn{TurnID: 1, Text: "tell me a story", Start: 1190 * time.Millisecond}),
+			heard(2, 0, clause, 0, 4, 1, 2*time.Second),
+			word("stop", iu.Add, asr.Word{Text: "stop", Start: 3 * time.Second}),
+			heard(2, 0, clause, 5, 9, 1, 3200*time.Millisecond),
+			// The user's utterance is final while the agent still speaks.
+			added(asr.Utterance{Text: "stop", Start: 3 * time.Second}),
+			heard(2, 0, clause, 10, 11, 1, 3400*time.Millisecond),
+			added(manager.AgentTurn{TurnID: 2, InReplyTo: 1, Text: "Once upon a", FullText: clause, Interrupted: true, Stored: true, Start: 2 * time.Second}),
+			// The manager stores the user's words after the agent turn they cut.
+			added(manager.UserTurn{TurnID: 3, Text: "stop", Start: 3 * time.Second}),
+			// An agent turn that starts while the user's next words are under way waits
+			// for the user's line.
+			word("and", iu.Add, asr.Word{Text: "and", Start: 5 * time.Second}),
+			heard(4, 0, "Yes.", 0, 4, 1, 6*time.Second),
+			added(manager.AgentTurn{TurnID: 4, InReplyTo: 3, Text: "Yes.", FullText: "Yes.", Stored: true, Start: 6 * time.Second}),
+			added(asr.Utterance{Text: "and then", Start: 5 * time.Second}),
+			added(manager.UserTurn{TurnID: 5, Text: "and then", Start: 5 * time.Second}),
+		)
+		var lines []string
+		for _, l := range strings.Split(got, "\n") {
+			if i := strings.LastIndex(l, "\r\x1b[K"); i >= 0 {
+				l = l[i+len("\r\x1b[K"):]
+			}
+			if l != "" && strings.HasPrefix(l, "[") && !strings.HasSuffix(l, "…") {
+				lines = append(lines, l)
+			}
+		}
+		want := []string{
+			"[  1.19s] you   › tell me a story",
+			"[  2.00s] agent › Once upon a —(interrupted)",
+			"[  3.00s] you   › stop",
+			"[  5.00s] you   › and then",
+			"[  6.00s] agent › Yes.",
+		}
+		if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+			t.Errorf("tty %v: printed\n%s\nwant\n%s\n(raw %q)", tty, strings.Join(lines, "\n"), strings.Join(want, "\n"), got)
+		}
+	}
+}
+
+// TestTerminalLogAboveLiveLine: a log line written while a partial line is on the screen
+// takes the partial line off, prints in its place, and draws it again after itself.
+func TestTerminalLogAboveLiveLine(t *testing.T) {
+	var out, logs strings.Builder
+	term := NewTerminal(&out, &logs, true)
+	term.SetLive("[  1.00s] you   › tell me…")
+	if _, err := term.LogWriter().Write([]byte("WARN\tsomething happened\n")); err != nil {
+		t.Fatal(err)
+	}
+	term.Note("a note")
+	term.Println("[  1.00s] you   › tell me a story")
+	want := "\r\x1b[K[  1.00s] you   › tell me…" + // the partial line
+		"\r\x1b[K" + "[  1.00s] you   › tell me…" + // cleared for the log line, drawn again
+		"\r\x1b[K" + "a note\n" + "[  1.00s] you   › tell me…" +
+		"\r\x1b[K[  1.00s] you   › tell me a story\n"
+	if out.String() != want {
+		t.Errorf("screen %q\nwant   %q", out.String(), want)
+	}
+	if logs.String() != "WARN\tsomething happened\n" {
+		t.Errorf("log %q", logs.String())
+	}
+	// Not a terminal: no control characters at all.
+	var plain strings.Builder
+	term = NewTerminal(&plain, nil, false)
+	term.SetLive("partial")
+	term.LogWriter().Write([]byte("log\n"))
+	term.Println("line")
+	term.ClearLive()
+	if plain.String() != "log\nline\n" {
+		t.Errorf("plain output %q", plain.String())
+	}
+}
+
+func TestLineOrder(t *testing.T) {
+	var o lineOrder
+	o.add(3*time.Second, "c")
+	o.add(1*time.Second, "a")
+	if got := o.release(2 * time.Second); strings.Join(got, ",") != "a" {
+		t.Errorf("release before 2s: %q", got)
+	}
+	o.add(2*time.Second, "b")
+	if got := o.release(5*time.Second, 2*time.Second); strings.Join(got, ",") != "b" {
+		t.Errorf("release before 2s (and 5s): %q", got)
+	}
+	if got := o.release(); strings.Join(got, ",") != "c" {
+		t.Errorf("release all: %q", got)
+	}
+	if got := o.release(); got != nil {
+		t.Errorf("nothing held, released %q", got)
 	}
 }

@@ -6,14 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/parley-voice/parley/internal/ellipsis"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/parley-voice/parley/internal/ellipsis"
 )
 
 // HTTP modes.
@@ -72,8 +75,12 @@ var (
 	// ErrStreamBroken means the stream ended before the server said it was finished:
 	// the server died or the connection was lost mid-generation.
 	ErrStreamBroken = errors.New("llm: the server's stream ended before the generation finished")
-	// ErrUnreachable means no connection to the server could be made.
+	// ErrUnreachable means there is no server to talk to: the connection was refused,
+	// the host name does not resolve, or no route leads to it.
 	ErrUnreachable = errors.New("llm: server unreachable")
+	// ErrNoAnswer means a connection was attempted or made but the server did not
+	// complete it in time (a connect or TLS handshake timeout).
+	ErrNoAnswer = errors.New("llm: no answer from the server")
 	// ErrIdleTimeout means the server sent nothing for HTTPConfig.Timeout.
 	ErrIdleTimeout = errors.New("llm: server sent nothing within the timeout")
 )
@@ -86,6 +93,9 @@ type HTTPEngine struct {
 	apiKey   string
 	client   *http.Client
 	turn     chan struct{} // one generation at a time, like the in-process engine
+	// noTokenize is set once the server answered that it has no /tokenize endpoint:
+	// token counts are estimated from then on.
+	noTokenize atomic.Bool
 }
 
 // NewHTTPEngine checks cfg and returns an engine. It does not contact the server.
@@ -466,7 +476,7 @@ func (e *HTTPEngine) post(ctx context.Context, body []byte) (*http.Response, err
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			lastErr = fmt.Errorf("%w: %s: %w", ErrUnreachable, e.endpoint, e.redactErr(err))
+			lastErr = e.transportError(e.endpoint, err)
 			retry = true
 		case resp.StatusCode != http.StatusOK:
 			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<10))
@@ -491,6 +501,25 @@ func (e *HTTPEngine) post(ctx context.Context, body []byte) (*http.Response, err
 		}
 		delay *= 2
 	}
+}
+
+// transportError says why a request to url got no HTTP answer. Only a server that is not
+// there (connection refused, a name that does not resolve, no route to the host) is
+// "unreachable"; a server that takes too long is not, and neither is a broken
+// connection or a TLS failure.
+func (e *HTTPEngine) transportError(url string, err error) error {
+	err = e.redactErr(err)
+	var dnsErr *net.DNSError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &dnsErr), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EHOSTUNREACH),
+		errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.ENOENT):
+		// ENOENT: a unix socket that is not there.
+		return fmt.Errorf("%w: %s: %w", ErrUnreachable, url, err)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return fmt.Errorf("%w within %v: %s: %w", ErrNoAnswer, e.cfg.ConnectTimeout, url, err)
+	}
+	return fmt.Errorf("llm: request to %s failed: %w", url, err)
 }
 
 // errorMessage extracts the message of an OpenAI-style error body
@@ -536,14 +565,24 @@ func (e *HTTPEngine) redactErr(err error) error {
 }
 
 // Tokenizer counts tokens through the server's /tokenize endpoint (llama-server and
-// vLLM have one; other servers answer with an error).
+// vLLM have one). A server without one (the OpenAI API, ollama) answers 404; then the
+// count is estimated from the text's length, generously (a token per two bytes, where
+// English averages about four with the vocabularies of real models), so that a prompt
+// fitted to the context with it fits: such a prompt keeps fewer turns than it could.
 func (e *HTTPEngine) Tokenizer() Tokenizer { return httpTokenizer{e} }
+
+// estimateTokens over-estimates the tokens of text (with the special tokens a prompt
+// starts with) for servers that cannot count them.
+func estimateTokens(text string) int { return (len(text)+1)/2 + 2 }
 
 type httpTokenizer struct{ e *HTTPEngine }
 
 // CountTokens implements Tokenizer, counting the way a prompt is tokenized (with BOS).
 func (t httpTokenizer) CountTokens(text string) (int, error) {
 	e := t.e
+	if e.noTokenize.Load() {
+		return estimateTokens(text), nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeout)
 	defer cancel()
 	body, _ := json.Marshal(map[string]any{"content": text, "prompt": text, "add_special": true, "model": e.cfg.Model})
@@ -557,12 +596,16 @@ func (t httpTokenizer) CountTokens(text string) (int, error) {
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s/tokenize: %w", ErrUnreachable, e.root, e.redactErr(err))
+		return 0, e.transportError(e.root+"/tokenize", err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return 0, fmt.Errorf("llm: reading %s/tokenize: %w", e.root, err)
+	}
+	if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
+		e.noTokenize.Store(true)
+		return estimateTokens(text), nil
 	}
 	if resp.StatusCode != http.StatusOK {
 		return 0, &HTTPError{URL: e.root + "/tokenize", StatusCode: resp.StatusCode, Message: e.redact(errorMessage(data))}
@@ -578,4 +621,69 @@ func (t httpTokenizer) CountTokens(text string) (int, error) {
 		return *out.Count, nil
 	}
 	return len(out.Tokens), nil
+}
+
+// ContextSize asks the server how many tokens one request may hold, prompt and reply
+// together: llama-server reports its slots' context in GET /props
+// (default_generation_settings.n_ctx) and, unless started with --no-slots, per slot in
+// GET /slots. It returns 0 without an error when the server does not say (OpenAI's API
+// and most hosted ones have no such endpoint): the caller keeps its own setting then.
+// An error means the server could not be asked (unreachable, no answer).
+func (e *HTTPEngine) ContextSize(ctx context.Context) (int, error) {
+	var props struct {
+		DefaultGenerationSettings struct {
+			NCtx int `json:"n_ctx"`
+		} `json:"default_generation_settings"`
+	}
+	found, err := e.getJSON(ctx, "/props", &props)
+	if err != nil {
+		return 0, err
+	}
+	if found && props.DefaultGenerationSettings.NCtx > 0 {
+		return props.DefaultGenerationSettings.NCtx, nil
+	}
+	var slots []struct {
+		NCtx int `json:"n_ctx"`
+	}
+	if found, err = e.getJSON(ctx, "/slots", &slots); err != nil || !found {
+		return 0, err
+	}
+	// Every slot has the same context; the smallest is the safe one all the same.
+	n := 0
+	for _, s := range slots {
+		if s.NCtx > 0 && (n == 0 || s.NCtx < n) {
+			n = s.NCtx
+		}
+	}
+	return n, nil
+}
+
+// getJSON reads GET root+path into out. found is false when the server has no such
+// endpoint or its answer is not the JSON expected (a different kind of server).
+func (e *HTTPEngine) getJSON(ctx context.Context, path string, out any) (found bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.root+path, nil)
+	if err != nil {
+		return false, fmt.Errorf("llm: %w", err)
+	}
+	if e.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+e.apiKey)
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, fmt.Errorf("%w within %v: %s%s", ErrNoAnswer, e.cfg.Timeout, e.root, path)
+		}
+		return false, e.transportError(e.root+path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return false, fmt.Errorf("llm: reading %s%s: %w", e.root, path, err)
+	}
+	return json.Unmarshal(data, out) == nil, nil
 }

@@ -738,7 +738,13 @@ func (m *Module) finalClauses(p *iu.Ports, t *turn, res Result, genErr error) []
 					text = rest
 				}
 			}
-			if words := completeWords(text); words != "" {
+			// With nothing before it, a lone word is kept: a reply of one cut word
+			// says more than silence.
+			words := completeWords(text)
+			if words == "" {
+				words = strings.TrimSpace(text)
+			}
+			if words != "" {
 				ups = append(ups, t.setOpen(p, words, false)...)
 				t.complete = true
 			}
@@ -768,7 +774,8 @@ func (m *Module) finalClauses(p *iu.Ports, t *turn, res Result, genErr error) []
 	return ups
 }
 
-// completeWords returns text without its last word, which the token limit may have cut.
+// completeWords returns text without its last word, which the token limit may have cut
+// ("" when it is one word).
 func completeWords(text string) string {
 	text = strings.TrimSpace(text)
 	i := strings.LastIndexFunc(text, unicode.IsSpace)

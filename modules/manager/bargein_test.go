@@ -24,6 +24,8 @@ func describeSoft(acts []Action) []string {
 			out = append(out, fmt.Sprintf("duck %d %.0f", a.Duck.TurnID, a.Duck.Gain))
 		case a.Unduck != nil:
 			out = append(out, fmt.Sprintf("unduck %d", a.Unduck.TurnID))
+		case a.AppendBackchannel != nil && a.AppendBackchannel.Text == "":
+			out = append(out, fmt.Sprintf("noise %d", a.AppendBackchannel.TurnID))
 		case a.AppendBackchannel != nil:
 			out = append(out, fmt.Sprintf("backchannel %d %q %s", a.AppendBackchannel.TurnID, a.AppendBackchannel.Text, a.AppendBackchannel.Sound))
 		default:
@@ -305,7 +307,7 @@ func TestSoftBargeIns(t *testing.T) {
 				{ms: 3300, ev: ended(sound(onset, SoundNoise, 250, "the:0.9"), 3250), want: []string{"unduck 2"}},
 				{ms: 3450, ev: speechEnd(3250)},
 				{ms: 3460, ev: final(ended(sound(onset, SoundNoise, 250, "the:0.9"), 3250))},
-				{ms: 4100, ev: scoredUtterance("the", "the:0.9")},
+				{ms: 4100, ev: scoredUtterance("the", "the:0.9"), want: []string{"noise 2"}},
 				{ms: 4300, ev: reply(2, "Once upon a time.", false)},
 				{ms: 4310, ev: queued(2, true)},
 				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`}},

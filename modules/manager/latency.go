@@ -26,7 +26,10 @@ type LatencyOptions struct {
 	// OnTurn, when set, receives each exchange's latencies when its agent turn ends (on
 	// the manager's goroutine; it must not block).
 	OnTurn func(metrics.Turn)
-	Logger *zap.Logger
+	// VirtualClock says the network runs on a virtual clock, where computation takes no
+	// time: the turns say so (metrics.Turn.VirtualClock).
+	VirtualClock bool
+	Logger       *zap.Logger
 }
 
 // LatencyObserver times each exchange of a conversation (metrics.Turn: the user's turn
@@ -131,7 +134,7 @@ func (o *LatencyObserver) update(from string, up iu.Update) {
 		if up.Type != iu.Add {
 			return
 		}
-		t := &metrics.Turn{ASRFinal: u.Created}
+		t := &metrics.Turn{ASRFinal: u.Created, VirtualClock: o.opts.VirtualClock}
 		if e := o.pendingEOT; e != nil {
 			t.EndOfTurn, t.UserSpeechEnd = e.at, e.speechEnd
 		}

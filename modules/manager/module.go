@@ -72,7 +72,8 @@ type AgentTurn struct {
 	// FullText is the whole turn as the agent generated it (or the fixed text it said).
 	FullText    string
 	Interrupted bool
-	// Stored is false for an interrupted turn the listener heard none of: for them it
+	// Stored is false for an interrupted turn the listener heard none of, and for a
+	// turn with nothing to say (the LLM failed before any text): for the listener it
 	// never happened, and the history has no trace of it.
 	Stored bool
 	// Start and End are when the listener heard the turn (session timeline).
@@ -85,6 +86,8 @@ func (AgentTurn) Kind() string { return "agent-turn" }
 // Summary implements iu.Payload.
 func (a AgentTurn) Summary() string {
 	switch {
+	case !a.Stored && a.FullText == "":
+		return fmt.Sprintf("turn %d empty, not stored", a.TurnID)
 	case !a.Stored:
 		return fmt.Sprintf("turn %d unheard, not stored (generated %q)", a.TurnID, ellipsis.Cut(a.FullText, 60))
 	case a.Interrupted:
@@ -423,6 +426,11 @@ func (c *conversation) closeAgent(ctx context.Context, ca *CloseAgent) error {
 		Interrupted: ca.Interrupted, Stored: true, Start: ca.Start, End: ca.End}
 	entry := Entry{Speaker: dialogue.Agent, TurnID: ca.TurnID, Text: ca.Text, Start: ca.Start, End: ca.End}
 	switch {
+	case !ca.Interrupted && ca.Text == "":
+		// Nothing was said (the LLM failed before any text, or its reply was empty): an
+		// empty agent utterance would only teach the model to say nothing.
+		c.log.Info("agent turn empty, not stored", zap.Int("turn", ca.TurnID))
+		rec.Stored = false
 	case !ca.Interrupted:
 		if err := c.m.store.AppendUtterance(ctx, dialogue.Utterance{Speaker: dialogue.Agent, Text: ca.Text, TurnID: ca.TurnID}); err != nil {
 			return fmt.Errorf("manager: storing agent turn %d: %w", ca.TurnID, err)

@@ -77,7 +77,8 @@ type Duck struct {
 }
 
 // AppendBackchannel stores a backchannel the user gave during agent turn TurnID: it
-// follows that turn in the history.
+// follows that turn in the history. Without Text it stores nothing: the utterance was
+// noise over the agent (a cough the recogniser gave a word to), and is no turn either.
 type AppendBackchannel struct {
 	TurnID int
 	Text   string
@@ -329,22 +330,20 @@ func (t *Turns) backchannelOf(u *Utterance, overlap bool) (*AppendBackchannel, b
 		}
 	}
 	bc := &AppendBackchannel{TurnID: v.agentTurn, Text: strings.Join(backs, " "), Sound: v.kind, Start: u.Start, End: u.End}
-	if bc.Text == "" {
-		if v.noise {
-			return nil, true // a cough, a knock: nothing to keep
-		}
+	if bc.Text == "" && !v.noise {
 		bc.Text = t.cfg.BargeIn.HumText
 	}
-	return bc, true
+	return bc, true // a cough, a knock: no text, nothing to keep
 }
 
 // recordBackchannel stores a backchannel after the agent turn it accompanied: at once
-// when that turn is closed, otherwise when it closes.
+// when that turn is closed, otherwise when it closes. A noise (no text) is stored
+// nowhere; the action only says so at once.
 func (t *Turns) recordBackchannel(bc *AppendBackchannel, acts []Action) []Action {
 	if bc == nil {
 		return acts
 	}
-	if a := t.agent; a != nil && a.id == bc.TurnID {
+	if a := t.agent; a != nil && a.id == bc.TurnID && bc.Text != "" {
 		t.pendingBackchannels = append(t.pendingBackchannels, bc)
 		return acts
 	}
@@ -362,7 +361,9 @@ func (t *Turns) flushBackchannels(acts []Action) []Action {
 
 // UserTurn is the payload of the manager's user-turn IUs (kind "user-turn", ADD and
 // COMMIT in one batch): the history stored a user utterance, as a turn or as a
-// backchannel. Consoles print it, so that they show what the history keeps.
+// backchannel — or, for a backchannel without Text, a noise over the agent that nothing
+// keeps. Every utterance with words ends in one. Consoles print it, so that they show
+// what the history keeps.
 type UserTurn struct {
 	// TurnID is the user's turn, or for a backchannel the agent turn it accompanied.
 	TurnID int
@@ -380,14 +381,21 @@ func (UserTurn) Kind() string { return "user-turn" }
 
 // Summary implements iu.Payload.
 func (u UserTurn) Summary() string {
+	if u.Backchannel && u.Text == "" {
+		return fmt.Sprintf("noise (%s) during turn %d, not stored", u.Sound, u.TurnID)
+	}
 	if u.Backchannel {
 		return fmt.Sprintf("backchannel %q (%s) during turn %d", u.Text, u.Sound, u.TurnID)
 	}
 	return fmt.Sprintf("user turn %d %q", u.TurnID, u.Text)
 }
 
-// backchannel stores a backchannel and tells the network.
+// backchannel stores a backchannel and tells the network (a noise only the latter).
 func (c *conversation) backchannel(ctx context.Context, bc *AppendBackchannel) error {
+	if bc.Text == "" {
+		c.log.Info("noise over the agent, not stored", zap.Int("agent_turn", bc.TurnID), zap.Stringer("sound", bc.Sound))
+		return c.send(ctx, UserTurn{TurnID: bc.TurnID, Backchannel: true, Sound: bc.Sound, Start: bc.Start, End: bc.End})
+	}
 	u := dialogue.Utterance{Speaker: dialogue.User, Text: bc.Text, TurnID: bc.TurnID, Backchannel: true}
 	if err := c.m.store.AppendUtterance(ctx, u); err != nil {
 		return fmt.Errorf("manager: storing a backchannel during turn %d: %w", bc.TurnID, err)

@@ -71,6 +71,9 @@ type Config struct {
 	StartupGrace time.Duration `yaml:"startup_grace" json:"startup_grace"`
 	// NormalPriority keeps PortAudio's callback thread at normal priority.
 	NormalPriority bool `yaml:"normal_priority" json:"normal_priority"`
+	// OnOpen, when set, is called (on the module's goroutine) each time the capture
+	// stream has started: at the start, and after a lost device was opened again.
+	OnOpen func() `yaml:"-" json:"-"`
 	// Quality is the resampler's quality.
 	Quality audio.Quality `yaml:"-" json:"-"`
 	// Host configures PortAudio (Verbose keeps ALSA's and JACK's diagnostics).
@@ -270,6 +273,9 @@ func (r *runner) openCapture() error {
 		zap.String("device", dev.Name), zap.String("host_api", dev.HostAPI), zap.String("sound_server_source", source),
 		zap.Int("rate", c.rate), zap.Int("channels", c.channels),
 		zap.Duration("input_latency", stream.Info().InputLatency))
+	if cfg.OnOpen != nil {
+		cfg.OnOpen()
+	}
 	return nil
 }
 

@@ -29,7 +29,7 @@ func listen(t testing.TB, path string, cfg asr.Config, e asr.Engine, o asrtest.P
 	if err := ggml.LoadBackends(); err != nil {
 		testenv.Missing(t, "a ggml CPU backend", testenv.EnvFix)
 	}
-	whisper.SetLogLevel(whisper.LogError)
+	whisper.SetLogger(whisper.LogNone, nil)
 	vc := vad.DefaultConfig()
 	vc.Model = testenv.SharedFile(t, "models/"+vad.DefaultModelFile)
 	scorer, err := silero.Open(vc)

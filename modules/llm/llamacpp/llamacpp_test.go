@@ -21,7 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	llama.SetLogLevel(llama.LogNone)
+	llama.SetLogger(llama.LogNone, nil)
 	os.Exit(m.Run())
 }
 

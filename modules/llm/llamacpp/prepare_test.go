@@ -225,3 +225,63 @@ func TestCompletionEstimates(t *testing.T) {
 	}
 	estimate("go forward ten meters")
 }
+
+// TestPreparedTurnFollowsAHistoryChange: when the history changes between the
+// preparation and the confirmation (a summary arrived, the context was fitted anew),
+// the prepared reply no longer fits its prompt: the module withdraws it and generates
+// the turn again from the history, exactly as a normal turn.
+func TestPreparedTurnFollowsAHistoryChange(t *testing.T) {
+	m := loadStories(t)
+	e := newEngine(t, m, llamacpp.Config{})
+	store := storyStore(t, m)
+	text := "where is the big dog"
+	mod := llm.NewModule("llm", e, store, llm.Config{MaxTokens: 20, Prefill: true})
+	c := llmtest.RunNetwork(t, clock.NewVirtual(time.Unix(1000, 0)), mod, func(ctx context.Context, c *llmtest.Controller) error {
+		if err := send(ctx, c, control.Command{Action: control.Prepare, TurnID: 4, Text: text}); err != nil {
+			return err
+		}
+		if err := c.Until(ctx, func(up iu.Update) bool {
+			cl, ok := up.IU.Payload.(llm.Clause)
+			return ok && cl.TurnID == 4 && cl.Prepared
+		}); err != nil {
+			return err
+		}
+		// Meanwhile an earlier exchange reaches the history (as a summary would change it).
+		for _, u := range []dlg.Utterance{{Speaker: dlg.User, TurnID: 1, Text: "hello"}, {Speaker: dlg.Agent, TurnID: 2, Text: "Hello, Lily."},
+			{Speaker: dlg.User, TurnID: 3, Text: text}} {
+			if err := store.AppendUtterance(ctx, u); err != nil {
+				return err
+			}
+		}
+		if err := send(ctx, c, control.Command{Action: control.Respond, TurnID: 4}); err != nil {
+			return err
+		}
+		return c.Until(ctx, llmtest.ReplyOf(4))
+	})
+	var final llm.Reply
+	withdrawn := 0
+	for _, r := range c.Replies {
+		if r.Withdrawn {
+			withdrawn++
+		} else {
+			final = r
+		}
+	}
+	prompt, _, err := store.BuildPrompt(context.Background(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fresh(t, m, llm.Request{Prompt: prompt, MaxTokens: 20})
+	if withdrawn != 1 || final.Prepared || final.Text != want.Text {
+		t.Fatalf("withdrawn %d, final reply %q (prepared %v), want %q from the new history", withdrawn, final.Text, final.Prepared, want.Text)
+	}
+	var committed []string
+	for _, up := range c.Ups {
+		if cl, ok := up.IU.Payload.(llm.Clause); ok && cl.TurnID == 4 && up.Type == iu.Commit {
+			committed = append(committed, cl.Text)
+		}
+	}
+	if strings.Join(committed, " ") != final.Spoken {
+		t.Errorf("committed clauses %q, spoken %q: the prepared clauses must not be spoken", committed, final.Spoken)
+	}
+}

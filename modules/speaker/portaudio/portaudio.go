@@ -35,6 +35,9 @@ type Config struct {
 	FramesPerBuffer int `yaml:"frames_per_buffer" json:"frames_per_buffer"`
 	// NormalPriority keeps PortAudio's callback thread at normal priority.
 	NormalPriority bool `yaml:"normal_priority" json:"normal_priority"`
+	// OnOpen, when set, is called (on the module's goroutine) once the output stream
+	// has started.
+	OnOpen func() `yaml:"-" json:"-"`
 	// Host configures PortAudio (Verbose keeps ALSA's and JACK's diagnostics).
 	Host device.Options `yaml:"-" json:"-"`
 }
@@ -151,6 +154,9 @@ func (d *deviceOutput) Begin(r *speaker.Ring) error {
 		zap.String("device", stream.Device().Name), zap.String("host_api", stream.Device().HostAPI),
 		zap.Int("rate", d.outRate), zap.Int("channels", stream.Channels()),
 		zap.Duration("output_latency", info.OutputLatency))
+	if d.cfg.OnOpen != nil {
+		d.cfg.OnOpen()
+	}
 	return nil
 }
 

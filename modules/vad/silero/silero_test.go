@@ -30,7 +30,7 @@ func modelPath(t testing.TB) string {
 	if err := ggml.LoadBackends(); err != nil {
 		testenv.Missing(t, "a ggml CPU backend", testenv.EnvFix)
 	}
-	whisper.SetLogLevel(whisper.LogError)
+	whisper.SetLogger(whisper.LogNone, nil)
 	return testenv.SharedFile(t, "models/"+vad.DefaultModelFile)
 }
 

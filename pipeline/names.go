@@ -1,0 +1,19 @@
+package pipeline
+
+// LogNames lists the logger names the agent's parts write under: the network's modules
+// and the history and latency observers beside them. A module's own children ("asr.x")
+// are covered by its name. Users set levels per name (agent --log-modules), so every
+// module Build adds must be here; TestLogNamesCoverTheNetwork checks it.
+func LogNames() []string {
+	return []string{
+		NameInput, NameVAD, NameASR, NameTurnEnd, NameManager, NameLLM, NameHold, NameTTS, NameSpeaker, NameConsole,
+		nameUserAudio, nameHistory, nameMetrics,
+	}
+}
+
+// Names of the loggers beside the modules of NameInput and the others.
+const (
+	nameUserAudio = "user-audio" // the replay's recorder of the user's audio
+	nameHistory   = "history"
+	nameMetrics   = "metrics"
+)
