@@ -47,7 +47,7 @@ func openVAD(t testing.TB) *vad.Module {
 	if err := ggml.LoadBackends(); err != nil {
 		testenv.Missing(t, "a ggml CPU backend", testenv.EnvFix)
 	}
-	whisper.SetLogLevel(whisper.LogError)
+	whisper.SetLogger(whisper.LogNone, nil)
 	cfg := vad.DefaultConfig()
 	cfg.Model = testenv.SharedFile(t, "models/"+vad.DefaultModelFile)
 	scorer, err := silero.Open(cfg)
