@@ -16,7 +16,8 @@ const (
 	// Resume continues paused audio from where it paused (the barge-in was not real).
 	Resume
 	// Interrupt ends turn TurnID at once: the LLM stops generating, the TTS drops what it
-	// has not synthesised, and the speaker flushes and reports what was last heard.
+	// has not synthesised, and the speaker flushes and reports what was last heard. It
+	// also ends any ducking: the next audio plays at full volume.
 	Interrupt
 	// Prepare asks the LLM to generate agent turn TurnID ahead, from the user's words so
 	// far (Text), while the user's turn may not be over: its clauses and audio stay
@@ -25,6 +26,13 @@ const (
 	Prepare
 	// Withdraw drops prepared turn TurnID: everything of it is revoked.
 	Withdraw
+	// Duck lowers the agent's audio to Gain dB with a short ramp, without stopping it:
+	// the user may be starting to speak, and the manager has not decided yet whether
+	// this is a real interruption. Only the speaker acts on it.
+	Duck
+	// Unduck brings the agent's audio back to full volume (the sound was a backchannel
+	// or noise).
+	Unduck
 )
 
 func (a Action) String() string {
@@ -41,6 +49,10 @@ func (a Action) String() string {
 		return "prepare"
 	case Withdraw:
 		return "withdraw"
+	case Duck:
+		return "duck"
+	case Unduck:
+		return "unduck"
 	}
 	return fmt.Sprintf("action(%d)", uint8(a))
 }
@@ -54,6 +66,9 @@ type Command struct {
 	Reason string
 	// Text is the user's words a Prepare prepares the turn for.
 	Text string
+	// Gain is Duck's level relative to full volume, in dB (negative; -12 is a quarter
+	// of the amplitude).
+	Gain float64
 }
 
 // Kind implements iu.Payload.
@@ -62,6 +77,9 @@ func (c Command) Kind() string { return "control" }
 // Summary implements iu.Payload.
 func (c Command) Summary() string {
 	s := fmt.Sprintf("%s turn %d", c.Action, c.TurnID)
+	if c.Action == Duck {
+		s += fmt.Sprintf(" to %.0f dB", c.Gain)
+	}
 	if c.Text != "" {
 		s += fmt.Sprintf(" for %q", c.Text)
 	}

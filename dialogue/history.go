@@ -64,6 +64,12 @@ type Utterance struct {
 	TurnID int `json:"turn_id"`
 	// Interrupted marks an agent turn the user barged into.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Backchannel marks a user utterance that was not a turn: an acknowledgement
+	// ("mm-hmm", "yeah") or hum while the agent spoke, which the agent talked on
+	// through. TurnID is then the agent turn it accompanied, and it is stored after
+	// that turn. Prompts leave backchannels out unless the history shows them
+	// (WithBackchannels).
+	Backchannel bool `json:"backchannel,omitempty"`
 	// FullText is what was generated before an interruption cut Text back ("" when the
 	// utterance was never cut).
 	FullText string    `json:"full_text,omitempty"`
@@ -91,6 +97,8 @@ type History struct {
 	utterances      []Utterance
 	interruptedMark string
 	summaryLabel    string
+	// backchannels shows backchannels in prompts.
+	backchannels bool
 }
 
 // HistoryOption configures a History.
@@ -102,6 +110,15 @@ type HistoryOption func(*History)
 func WithInterruptedMark(mark string) HistoryOption {
 	return func(h *History) { h.interruptedMark = mark }
 }
+
+// WithBackchannels makes prompts show backchannels (user utterances marked Backchannel)
+// as user lines; by default they are left out, and the model sees only real turns.
+func WithBackchannels(show bool) HistoryOption {
+	return func(h *History) { h.backchannels = show }
+}
+
+// ShowsBackchannels reports whether prompts show backchannels.
+func (h *History) ShowsBackchannels() bool { return h.backchannels }
 
 // WithSummaryLabel sets the line that introduces a memory's summary in the system block.
 func WithSummaryLabel(label string) HistoryOption {
@@ -251,6 +268,9 @@ func (h *History) selected(opts PromptOptions) []int {
 			continue
 		}
 		if opts.ForReply && u.Speaker == Agent && u.TurnID == opts.ToTurn {
+			continue
+		}
+		if u.Backchannel && !h.backchannels {
 			continue
 		}
 		idx = append(idx, i)
@@ -481,9 +501,9 @@ func (s promptSource) fitWith(ctx context.Context, tok Tokenizer, budget, target
 		}
 	}
 	start := lo
-	if start < n && s.utterances[start].Speaker == Agent {
+	if start < n && !startsExchange(s.utterances[start]) {
 		for j := start + 1; j < n; j++ {
-			if s.utterances[j].Speaker == User {
+			if startsExchange(s.utterances[j]) {
 				start = j
 				break
 			}
@@ -509,6 +529,7 @@ type historyJSON struct {
 	SystemPrompt        string      `json:"system_prompt"`
 	InterruptedMark     string      `json:"interrupted_mark,omitempty"`
 	SummaryLabel        string      `json:"summary_label"`
+	ShowBackchannels    bool        `json:"show_backchannels,omitempty"`
 	Utterances          []Utterance `json:"utterances"`
 }
 
@@ -520,7 +541,8 @@ func (h *History) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(historyJSON{
 		Format: h.format, InitialSystemPrompt: h.initialSystem, SystemPrompt: h.system,
-		InterruptedMark: h.interruptedMark, SummaryLabel: h.summaryLabel, Utterances: utts,
+		InterruptedMark: h.interruptedMark, SummaryLabel: h.summaryLabel, ShowBackchannels: h.backchannels,
+		Utterances: utts,
 	})
 }
 
@@ -544,6 +566,7 @@ func (h *History) UnmarshalJSON(data []byte) error {
 	*h = History{
 		format: j.Format, initialSystem: j.InitialSystemPrompt, system: j.SystemPrompt,
 		interruptedMark: j.InterruptedMark, summaryLabel: j.SummaryLabel, utterances: j.Utterances,
+		backchannels: j.ShowBackchannels,
 	}
 	return nil
 }

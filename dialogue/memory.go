@@ -153,7 +153,7 @@ type windowMemory struct{ k int }
 func (m windowMemory) View(utts []Utterance, candidates []int) MemoryView {
 	var starts []int // positions in candidates where an exchange starts
 	for j, i := range candidates {
-		if j == 0 || utts[i].Speaker == User {
+		if j == 0 || startsExchange(utts[i]) {
 			starts = append(starts, j)
 		}
 	}
@@ -161,7 +161,7 @@ func (m windowMemory) View(utts []Utterance, candidates []int) MemoryView {
 		return MemoryView{}
 	}
 	last := starts[len(starts)-1]
-	inProgress := utts[candidates[last]].Speaker == User
+	inProgress := startsExchange(utts[candidates[last]])
 	for _, i := range candidates[last:] {
 		if utts[i].Speaker == Agent {
 			inProgress = false
@@ -224,12 +224,16 @@ func (m *summaryMemory) View(utts []Utterance, candidates []int) MemoryView {
 // turn that may still be cut back by a late interruption report.
 func summarisable(utts []Utterance) int {
 	for i := len(utts) - 1; i >= 0; i-- {
-		if utts[i].Speaker == User {
+		if startsExchange(utts[i]) {
 			return i
 		}
 	}
 	return 0
 }
+
+// startsExchange reports whether u opens an exchange: a user turn (a backchannel
+// accompanies the agent's turn before it and opens nothing).
+func startsExchange(u Utterance) bool { return u.Speaker == User && !u.Backchannel }
 
 func (m *summaryMemory) Plan(utts []Utterance) (SummaryJob, bool, error) {
 	limit := summarisable(utts)
@@ -268,7 +272,7 @@ func (m *summaryMemory) bufferCut(utts []Utterance, limit int) (int, error) {
 	roles := Roles{User: "User", Agent: "Assistant"}
 	var starts []int
 	for k := m.covered; k < limit; k++ {
-		if utts[k].Speaker == User {
+		if startsExchange(utts[k]) {
 			starts = append(starts, k)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/llm/llamacpp"
 	"github.com/parley-voice/parley/modules/manager"
+	"github.com/parley-voice/parley/modules/overlap"
 	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/turnend"
 	"go.uber.org/zap"
@@ -34,6 +35,7 @@ const (
 	NameLLM     = "llm"
 	NameHold    = "hold"
 	NameTurnEnd = "turn-end"
+	NameOverlap = "overlap"
 	NameTTS     = "tts"
 	NameSpeaker = "speaker"
 	NameConsole = "console"
@@ -219,7 +221,8 @@ func NewStore(ctx context.Context, cfg Config, eng *Engines, sessionDir string, 
 	if cfg.Dialogue.UserRole != "" || cfg.Dialogue.AgentRole != "" {
 		f = f.WithRoles(cfg.Dialogue.UserRole, cfg.Dialogue.AgentRole)
 	}
-	h := dialogue.NewHistory(f, cfg.Dialogue.SystemPrompt, dialogue.WithInterruptedMark(cfg.Dialogue.InterruptedMark))
+	h := dialogue.NewHistory(f, cfg.Dialogue.SystemPrompt, dialogue.WithInterruptedMark(cfg.Dialogue.InterruptedMark),
+		dialogue.WithBackchannels(cfg.Dialogue.ShowBackchannels))
 	var mem dialogue.Memory
 	if cfg.Session.Resume && sessionDir != "" {
 		loaded, err := dialogue.LoadSession(sessionDir)
@@ -358,6 +361,15 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		return fail(fmt.Errorf("tts: %w", err))
 	}
 	a.closers = append(a.closers, closeTTS)
+	var overlapMod *overlap.Module
+	if cfg.Overlap.Enabled && cfg.TurnTaking.BargeIn.Enabled {
+		m, closeOverlap, err := openOverlap(NameOverlap, cfg.Overlap, cfg.TurnTaking.BargeIn, cfg.ASR.Pocketsphinx)
+		if err != nil {
+			return fail(fmt.Errorf("overlap: %w", err))
+		}
+		a.closers = append(a.closers, closeOverlap)
+		overlapMod = m
+	}
 
 	llmCfg := llm.Config{
 		MaxTokens: cfg.LLM.MaxTokens,
@@ -425,6 +437,9 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	if turnEnd != nil {
 		mods = append(mods, turnEnd)
 	}
+	if overlapMod != nil {
+		mods = append(mods, overlapMod)
+	}
 	if io.Console != nil {
 		mods = append(mods, io.Console)
 	}
@@ -444,12 +459,17 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	if toTTS == NameHold {
 		links = append(links, [2]string{NameLLM, NameHold}, [2]string{NameManager, NameHold})
 	}
+	if overlapMod != nil {
+		// The overlap module follows the user's sounds over the agent, echo cancelled (the VAD says when
+		// the agent was audible) for the manager's barge-in decisions.
+		links = append(links, [2]string{mic, NameOverlap}, [2]string{NameVAD, NameOverlap}, [2]string{NameOverlap, NameManager})
+	}
 	if turnEnd != nil {
 		// The end-of-turn policy hears the stream's position, the VAD, the words and the
 		// LLM's estimate, and ends the turn for the recogniser and the manager; the LLM
 		// reads the words as they come.
 		links = append(links,
-			[2]string{NameInput, NameTurnEnd}, [2]string{NameVAD, NameTurnEnd}, [2]string{NameASR, NameTurnEnd},
+			[2]string{mic, NameTurnEnd}, [2]string{NameVAD, NameTurnEnd}, [2]string{NameASR, NameTurnEnd},
 			[2]string{NameLLM, NameTurnEnd}, [2]string{NameTurnEnd, NameASR}, [2]string{NameTurnEnd, NameManager},
 			[2]string{NameASR, NameLLM})
 	}

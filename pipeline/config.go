@@ -20,6 +20,7 @@ import (
 	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/manager"
+	"github.com/parley-voice/parley/modules/overlap"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/turnend"
 	"github.com/parley-voice/parley/modules/vad"
@@ -57,6 +58,9 @@ type Config struct {
 	TTS        tts.Config     `yaml:"tts"`
 	Dialogue   DialogueConfig `yaml:"dialogue"`
 	TurnTaking manager.Config `yaml:"turn_taking"`
+	// Overlap weighs the user's sounds over the agent (backchannels, noise, real
+	// interruptions) for the turn-taking policy.
+	Overlap overlap.Config `yaml:"overlap"`
 	// EndOfTurn is the predictive pipeline's end-of-turn policy.
 	EndOfTurn turnend.Config `yaml:"end_of_turn"`
 	Session   SessionConfig  `yaml:"session"`
@@ -142,6 +146,10 @@ type DialogueConfig struct {
 	AgentRole string `yaml:"agent_role"`
 	// InterruptedMark is shown after an interrupted agent turn in prompts ("" for none).
 	InterruptedMark string `yaml:"interrupted_mark"`
+	// ShowBackchannels shows the user's backchannels ("mm-hmm" while the agent spoke) in
+	// prompts, as user lines after the agent's turn; by default the history keeps them
+	// but prompts leave them out.
+	ShowBackchannels bool `yaml:"show_backchannels"`
 	// MinWordFraction is how much of a word's audio must have been heard for it to
 	// count as heard when the agent is interrupted (default 0.5; 1: whole words only).
 	MinWordFraction float64 `yaml:"min_word_fraction"`
@@ -208,6 +216,7 @@ func Default(paths userdirs.Paths) Config {
 		},
 		Pipeline:   Predictive,
 		TurnTaking: manager.DefaultConfig(),
+		Overlap:    defaultOverlap(),
 		EndOfTurn:  turnend.DefaultConfig(),
 		Session:    SessionConfig{Dir: paths.Sessions, AutoSave: true},
 		Logging:    logging.Config{Level: "info"},
@@ -316,6 +325,10 @@ func (c Config) Validate() error {
 	if c.TurnTaking.Prepare.After < 0 {
 		add("turn_taking.prepare", errors.New("after must not be negative"))
 	}
+	add("turn_taking.barge_in", validBargeIn(c.TurnTaking.BargeIn))
+	if c.Overlap.Enabled {
+		add("overlap", c.Overlap.Validate())
+	}
 	add("vad", c.VAD.Validate())
 	add("tts", c.TTS.Validate())
 	switch c.ASR.Engine {
@@ -402,6 +415,43 @@ func WithPipeline(cfg Config, name string) Config {
 		cfg.ASR.Hop = 24 * time.Hour // no partial hypotheses: one decode at the end of the turn
 		cfg.ASR.Speculative = false  // and not before it
 		cfg.TurnTaking.BargeIn.MinWords = 0
+		// The classic barge-in: the agent pauses at the user's first sound and stops
+		// after the minimum duration, whatever the sound was.
+		cfg.TurnTaking.BargeIn.Hold = manager.HoldPause
+		cfg.Overlap.Enabled = false
 	}
 	return cfg
+}
+
+// defaultOverlap returns the overlap module's defaults, on.
+func defaultOverlap() overlap.Config {
+	c := overlap.DefaultConfig()
+	c.Enabled = true
+	return c
+}
+
+// validBargeIn checks the soft barge-in settings.
+func validBargeIn(b manager.BargeInConfig) error {
+	switch b.Hold {
+	case "", manager.HoldDuck, manager.HoldPause:
+	default:
+		return fmt.Errorf("hold %q (want %s or %s)", b.Hold, manager.HoldDuck, manager.HoldPause)
+	}
+	if b.DuckGain > 0 || b.DuckGain < -60 || b.DuckGain != b.DuckGain {
+		return fmt.Errorf("duck_gain %g dB (want -60 to 0)", b.DuckGain)
+	}
+	backs, interrupts := b.WordLists()
+	if len(backs) == 0 || len(interrupts) == 0 {
+		return fmt.Errorf("no backchannels or interrupt words for language %q: list them (backchannels, interrupt_words)", b.Language)
+	}
+	e := b.Evidence
+	for _, c := range []float32{e.KeywordConfidence, e.WordConfidence, e.TurnWordConfidence, e.BackchannelConfidence} {
+		if c < 0 || c > 1 || c != c {
+			return errors.New("evidence confidences must be in [0, 1]")
+		}
+	}
+	if e.KeywordSound < 0 || b.MaxBackchannel < 0 {
+		return errors.New("durations must not be negative")
+	}
+	return nil
 }

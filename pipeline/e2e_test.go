@@ -339,25 +339,31 @@ func TestReplayBackchannelDoesNotInterrupt(t *testing.T) {
 		t.Logf("asr: %s", w)
 	}
 	for _, u := range res.History.Utterances() {
-		order = append(order, fmt.Sprintf("%s %d %q", u.Speaker, u.TurnID, u.Text))
+		kind := u.Speaker.String()
+		if u.Backchannel {
+			kind = "backchannel"
+		}
+		order = append(order, fmt.Sprintf("%s %d %q", kind, u.TurnID, u.Text))
 		if u.Interrupted {
 			t.Errorf("turn %d was interrupted by a backchannel", u.TurnID)
 		}
 	}
-	if len(order) != 2 {
-		t.Fatalf("history %q: want the question and the whole answer, and no turn for the backchannel", order)
+	// The question, the whole answer, and the "yeah" kept as a backchannel after the
+	// answer: no user turn.
+	if len(order) != 3 || !strings.HasPrefix(order[2], `backchannel 2 "yeah"`) {
+		t.Fatalf("history %q: want the question, the whole answer and the backchannel", order)
 	}
-	var paused, resumed bool
+	var ducked, unducked bool
 	for _, c := range rec.commands {
 		t.Logf("command: %s", c.Summary())
-		paused = paused || c.Action == control.Pause
-		resumed = resumed || c.Action == control.Resume
-		if c.Action == control.Interrupt {
-			t.Errorf("the manager interrupted: %+v", c)
+		ducked = ducked || c.Action == control.Duck
+		unducked = unducked || c.Action == control.Unduck
+		if c.Action == control.Interrupt || c.Action == control.Pause {
+			t.Errorf("the manager stopped the agent: %+v", c)
 		}
 	}
-	if !paused || !resumed {
-		t.Errorf("paused %v, resumed %v: the agent should pause at the user's speech and resume after the backchannel", paused, resumed)
+	if !ducked || !unducked {
+		t.Errorf("ducked %v, unducked %v: the agent's voice should soften at the user's sound and come back after the backchannel", ducked, unducked)
 	}
 }
 

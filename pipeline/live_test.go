@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/console"
+	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/tts"
 )
 
@@ -59,34 +61,41 @@ func TestLiveBargeInThroughPulseAudio(t *testing.T) {
 	if err := srv.SetDefaultSink(ctx, out.Name); err != nil {
 		t.Fatal(err)
 	}
-	track := userTrack(t, 16*time.Second,
-		filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5,
-		filepath.Join(shared, "audio", "goforward.wav"), 5.5)
+	question := userTrack(t, 3*time.Second, filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5)
+	bargeIn := userTrack(t, 3*time.Second, filepath.Join(shared, "audio", "goforward.wav"), 0.0)
 	eng, err := LoadEngines(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
 
-	runCtx, stop := context.WithTimeout(ctx, 30*time.Second)
+	runCtx, stop := context.WithTimeout(ctx, 40*time.Second)
 	defer stop()
 	rec := &record{chunks: map[iu.ID]tts.Chunk{}}
+	heard := &firstHeard{playing: make(chan struct{})}
 	var transcript strings.Builder
-	// The user starts talking once the agent listens.
+	// The user asks once the agent listens, and barges in once its answer is heard (a
+	// fixed time would miss a short answer on a slow machine).
 	go func() {
+		defer stop()
 		time.Sleep(time.Second)
-		play, err := srv.StartPlay(runCtx, room.Name, track)
-		if err != nil {
-			t.Errorf("playing the user's track: %v", err)
-			stop()
+		if !playInto(runCtx, t, srv, room.Name, question) {
 			return
 		}
-		_ = play.Wait()
+		select {
+		case <-heard.playing:
+		case <-runCtx.Done():
+			t.Errorf("the agent never answered")
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+		if !playInto(runCtx, t, srv, room.Name, bargeIn) {
+			return
+		}
 		// Give the agent time to answer the barge-in, then end the session.
 		time.Sleep(8 * time.Second)
-		stop()
 	}()
-	res, err := Live(runCtx, cfg, eng, LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{rec}})
+	res, err := Live(runCtx, cfg, eng, LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{rec, heard}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,5 +111,31 @@ func TestLiveBargeInThroughPulseAudio(t *testing.T) {
 	}
 	for _, m := range res.Metrics {
 		t.Logf("latencies: %s", m)
+	}
+}
+
+// playInto plays a track into the sink and waits for it to end; false (and the test
+// failed) when it could not.
+func playInto(ctx context.Context, t *testing.T, srv *pulsetest.Server, sink, track string) bool {
+	play, err := srv.StartPlay(ctx, sink, track)
+	if err != nil {
+		t.Errorf("playing %s: %v", track, err)
+		return false
+	}
+	_ = play.Wait()
+	return true
+}
+
+// firstHeard closes playing when the speaker first reports the agent audible.
+type firstHeard struct {
+	once    sync.Once
+	playing chan struct{}
+}
+
+func (f *firstHeard) Observe(_ time.Time, m iu.Message) {
+	for _, up := range m.Updates {
+		if p, ok := up.IU.Payload.(speaker.Progress); ok && up.Type == iu.Add && p.State == speaker.Playing {
+			f.once.Do(func() { close(f.playing) })
+		}
 	}
 }

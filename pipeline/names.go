@@ -6,7 +6,7 @@ package pipeline
 // module Build adds must be here; TestLogNamesCoverTheNetwork checks it.
 func LogNames() []string {
 	return []string{
-		NameInput, NameEcho, NameAEC, NameVAD, NameASR, NameTurnEnd, NameManager, NameLLM, NameHold, NameTTS, NameSpeaker, NameConsole,
+		NameInput, NameEcho, NameAEC, NameVAD, NameASR, NameOverlap, NameTurnEnd, NameManager, NameLLM, NameHold, NameTTS, NameSpeaker, NameConsole,
 		nameUserAudio, nameMicAudio, nameAECAudio, nameHistory, nameMetrics,
 	}
 }

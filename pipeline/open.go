@@ -12,6 +12,9 @@ import (
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/asr/sphinx"
 	"github.com/parley-voice/parley/modules/asr/whispercpp"
+	"github.com/parley-voice/parley/modules/manager"
+	"github.com/parley-voice/parley/modules/overlap"
+	overlapsphinx "github.com/parley-voice/parley/modules/overlap/sphinx"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/tts/espeakng"
 	"github.com/parley-voice/parley/modules/vad"
@@ -134,4 +137,24 @@ func CheckAECEngine(engine string) error {
 		return err
 	}
 	return c.Close()
+}
+
+// openOverlap makes the overlap module, decoding with pocketsphinx (the ASR's acoustic
+// model and dictionary) on a vocabulary of the barge-in's backchannels and interrupt
+// words.
+func openOverlap(name string, cfg overlap.Config, b manager.BargeInConfig, ps asr.PocketsphinxConfig) (*overlap.Module, func() error, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	backs, interrupts := b.WordLists()
+	rec, err := overlapsphinx.New(overlap.Vocabulary{Backchannels: backs, Interrupt: interrupts, Common: cfg.Words}, ps)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := overlap.New(name, cfg, rec)
+	if err != nil {
+		rec.Close()
+		return nil, nil, err
+	}
+	return m, rec.Close, nil
 }

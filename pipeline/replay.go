@@ -227,6 +227,9 @@ func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
 			who = "agent"
 		}
 		fmt.Fprintf(tw, "%6.2f–%6.2f\t%s\t%d\t%s", e.Start.Seconds(), e.End.Seconds(), who, e.TurnID, e.Text)
+		if e.Backchannel {
+			fmt.Fprint(tw, "\t(backchannel)")
+		}
 		if e.Interrupted {
 			fmt.Fprintf(tw, "\t(interrupted; generated: %q)", e.FullText)
 		}

@@ -72,7 +72,7 @@ func TestSVGLegendAndLabelsFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{">committed<", ">revoked<", ">open (not yet committed)<", "audio, progress (merged activity)<"} {
+	for _, want := range []string{">committed<", ">revoked<", ">open (not yet committed)<", "audio, played, progress (merged activity)<"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the legend lacks %q", want)
 		}

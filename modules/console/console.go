@@ -9,13 +9,15 @@
 // while the agent was speaking waits until the agent's turn is printed, and an agent line
 // waits for the user's line that was already under way when the agent started.
 //
-// A finished agent line is exactly what the dialogue history stored of the turn (the
-// manager's agent-turn IU): for an interrupted turn, the words the listener heard.
+// A finished line is exactly what the dialogue history stored (the manager's agent-turn
+// and user-turn IUs): for an interrupted agent turn, the words the listener heard; a
+// backchannel the user gave while the agent spoke is marked as one.
 package console
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +58,9 @@ type screen struct {
 	agentStart time.Duration
 
 	order lineOrder // finished lines waiting for an earlier one still in progress
+	// awaiting holds the starts of the user's utterances the manager has not stored yet
+	// (its user-turn IU follows).
+	awaiting []time.Duration
 }
 
 // Run implements iu.Module.
@@ -99,12 +104,28 @@ func (s *screen) update(now time.Duration, up iu.Update) {
 		if up.Type != iu.Add {
 			return
 		}
+		// The line is printed when the manager says how the history stored it
+		// (manager.UserTurn): as a turn, as a backchannel, or not at all (noise). Until
+		// then it holds back the lines that come after it.
 		s.words.Reset()
-		if strings.TrimSpace(pl.Text) == "" {
-			s.drawLive("")
+		if strings.TrimSpace(pl.Text) != "" {
+			s.awaiting = append(s.awaiting, pl.Start)
+		}
+		s.drawLive("")
+	case manager.UserTurn:
+		if up.Type != iu.Add {
 			return
 		}
-		s.finished(pl.Start, fmt.Sprintf("[%6.2fs] you   › %s", pl.Start.Seconds(), pl.Text))
+		if i := slices.Index(s.awaiting, pl.Start); i >= 0 {
+			s.awaiting = slices.Delete(s.awaiting, i, i+1)
+		}
+		switch {
+		case pl.Text == "":
+		case pl.Backchannel:
+			s.finished(pl.Start, fmt.Sprintf("[%6.2fs] you   ~ %s —(backchannel)", pl.Start.Seconds(), pl.Text))
+		default:
+			s.finished(pl.Start, fmt.Sprintf("[%6.2fs] you   › %s", pl.Start.Seconds(), pl.Text))
+		}
 	case speaker.Progress:
 		s.heard(pl)
 	case manager.AgentTurn:
@@ -176,6 +197,7 @@ func (s *screen) finished(at time.Duration, line string) { s.order.add(at, line)
 func (s *screen) release(all bool) {
 	var pending []time.Duration
 	if !all {
+		pending = append(pending, s.awaiting...)
 		if s.words.Len() > 0 {
 			pending = append(pending, s.userStart)
 		}

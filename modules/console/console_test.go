@@ -79,9 +79,14 @@ func TestConsolePrintsWhatWasStored(t *testing.T) {
 	const clause = "Once upon a time, there was a dragon."
 	got := run(t, false,
 		added(asr.Utterance{Text: "tell me a story", Start: 1190 * time.Millisecond}),
+		added(manager.UserTurn{TurnID: 1, Text: "tell me a story", Start: 1190 * time.Millisecond}),
 		heard(2, 0, clause, 0, 4, 1, 3*time.Second),
+		added(asr.Utterance{Text: "none of them", Start: 3100 * time.Millisecond}), // a hum: no line
 		heard(2, 0, clause, 10, 11, 0.7, 3500*time.Millisecond),
 		added(manager.AgentTurn{TurnID: 2, InReplyTo: 1, Text: "Once upon a", FullText: clause, Interrupted: true, Stored: true, Start: 3020 * time.Millisecond}),
+		added(manager.UserTurn{TurnID: 2, Text: "mm-hmm", Backchannel: true, Sound: manager.SoundHum, Start: 3100 * time.Millisecond}),
+		added(asr.Utterance{Text: "the", Start: 3300 * time.Millisecond}), // a knock: no line
+		added(manager.UserTurn{TurnID: 2, Backchannel: true, Sound: manager.SoundNoise, Start: 3300 * time.Millisecond}),
 		heard(2, 0, clause, 12, 16, 1, 3600*time.Millisecond), // late: the turn is printed
 		added(asr.Utterance{Text: "   "}),
 		added(manager.AgentTurn{TurnID: 4, InReplyTo: 3, FullText: "Sure.", Interrupted: true, Stored: false}),
@@ -89,6 +94,7 @@ func TestConsolePrintsWhatWasStored(t *testing.T) {
 	)
 	want := "[  1.19s] you   › tell me a story\n" +
 		"[  3.02s] agent › Once upon a —(interrupted)\n" +
+		"[  3.10s] you   ~ mm-hmm —(backchannel)\n" +
 		"[  9.00s] agent › The end.\n"
 	if got != want {
 		t.Errorf("printed\n%s\nwant\n%s", got, want)
@@ -106,6 +112,7 @@ func TestConsoleLiveLines(t *testing.T) {
 		word("me", iu.Add, asr.Word{Text: "me"}),
 		word("me", iu.Revoke, asr.Word{Text: "me"}),
 		added(asr.Utterance{Text: "tell", Start: 1190 * time.Millisecond}),
+		added(manager.UserTurn{TurnID: 1, Text: "tell", Start: 1190 * time.Millisecond}),
 		heard(2, 0, clause, 0, 4, 1, 3*time.Second),
 		heard(2, 0, clause, 5, 9, 0.5, 3200*time.Millisecond),
 	)
@@ -131,6 +138,7 @@ func TestConsoleLinesInTimeOrder(t *testing.T) {
 	for _, tty := range []bool{false, true} {
 		got := run(t, tty,
 			added(asr.Utterance{Text: "tell me a story", Start: 1190 * time.Millisecond}),
+			added(manager.UserTurn{TurnID: 1, Text: "tell me a story", Start: 1190 * time.Millisecond}),
 			heard(2, 0, clause, 0, 4, 1, 2*time.Second),
 			word("stop", iu.Add, asr.Word{Text: "stop", Start: 3 * time.Second}),
 			heard(2, 0, clause, 5, 9, 1, 3200*time.Millisecond),
@@ -138,12 +146,15 @@ func TestConsoleLinesInTimeOrder(t *testing.T) {
 			added(asr.Utterance{Text: "stop", Start: 3 * time.Second}),
 			heard(2, 0, clause, 10, 11, 1, 3400*time.Millisecond),
 			added(manager.AgentTurn{TurnID: 2, InReplyTo: 1, Text: "Once upon a", FullText: clause, Interrupted: true, Stored: true, Start: 2 * time.Second}),
+			// The manager stores the user's words after the agent turn they cut.
+			added(manager.UserTurn{TurnID: 3, Text: "stop", Start: 3 * time.Second}),
 			// An agent turn that starts while the user's next words are under way waits
 			// for the user's line.
 			word("and", iu.Add, asr.Word{Text: "and", Start: 5 * time.Second}),
 			heard(4, 0, "Yes.", 0, 4, 1, 6*time.Second),
 			added(manager.AgentTurn{TurnID: 4, InReplyTo: 3, Text: "Yes.", FullText: "Yes.", Stored: true, Start: 6 * time.Second}),
 			added(asr.Utterance{Text: "and then", Start: 5 * time.Second}),
+			added(manager.UserTurn{TurnID: 5, Text: "and then", Start: 5 * time.Second}),
 		)
 		var lines []string
 		for _, l := range strings.Split(got, "\n") {

@@ -130,6 +130,7 @@ func (t *Turns) maybeCloseAgent(acts []Action) []Action {
 	t.agent = nil
 	t.barge = nil
 	acts = append(acts, Action{CloseAgent: a.close()})
+	acts = t.flushBackchannels(acts)
 	t.agentSpokeLast = a.heard || !a.interrupted
 	if u := t.pendingUser; u != nil {
 		t.pendingUser = nil

@@ -6,7 +6,7 @@ import (
 	"unicode"
 )
 
-// bargeIn is a barge-in under evaluation.
+// bargeIn is a barge-in under evaluation: a sound of the user's over the agent.
 type bargeIn struct {
 	onset     time.Time
 	tentative bool // begun by a candidate that the VAD has not confirmed yet
@@ -17,6 +17,15 @@ type bargeIn struct {
 	realWords  int
 	minReached bool // the speech lasted the minimum duration
 	resolved   bool
+	// held: the agent's voice is held for it (ducked, or paused with Hold "pause").
+	held bool
+	// sound is the overlap module's latest evidence about it, prev and prev2 the two
+	// decodes before (nil: no evidence, the recogniser's words decide as without the
+	// module).
+	sound       *OverlapSound
+	prev, prev2 []ScoredWord
+	// longChecked: the MaxBackchannel deadline has been looked at.
+	longChecked bool
 }
 
 func (t *Turns) candidate(c *Candidate, acts []Action) []Action {
@@ -26,8 +35,39 @@ func (t *Turns) candidate(c *Candidate, acts []Action) []Action {
 	// Hold the agent's voice at the first sound of the user; the candidate is confirmed
 	// or withdrawn within the VAD's minimum speech duration.
 	t.barge = &bargeIn{onset: c.Onset, open: true, tentative: true}
-	t.agent.paused = true
-	return append(acts, Action{Pause: &ControlTurn{TurnID: t.agent.id, Reason: "possible user speech"}})
+	t.verdict = nil
+	return t.hold(acts, "possible user speech")
+}
+
+// hold softens (Hold "duck") or pauses the agent's voice for the barge-in under way.
+func (t *Turns) hold(acts []Action, reason string) []Action {
+	b, a := t.barge, t.agent
+	if b == nil || b.held || a == nil {
+		return acts
+	}
+	b.held = true
+	if t.cfg.BargeIn.Hold == HoldPause {
+		a.paused = true
+		return append(acts, Action{Pause: &ControlTurn{TurnID: a.id, Reason: reason}})
+	}
+	return append(acts, Action{Duck: &Duck{TurnID: a.id, Gain: t.cfg.BargeIn.DuckGain, Reason: reason}})
+}
+
+// release lets the agent's voice go on as before the barge-in.
+func (t *Turns) release(acts []Action, reason string) []Action {
+	b, a := t.barge, t.agent
+	if b == nil || !b.held || a == nil {
+		return acts
+	}
+	b.held = false
+	if a.paused {
+		a.paused = false
+		return append(acts, Action{Resume: &ControlTurn{TurnID: a.id, Reason: reason}})
+	}
+	if !a.interrupted {
+		return append(acts, Action{Unduck: &ControlTurn{TurnID: a.id, Reason: reason}})
+	}
+	return acts
 }
 
 // bargeDeadline is when a barge-in under evaluation must be looked at again: when its
@@ -35,6 +75,12 @@ func (t *Turns) candidate(c *Candidate, acts []Action) []Action {
 // the wait for its transcript is over.
 func (t *Turns) bargeDeadline(b *bargeIn) time.Time {
 	cfg := t.cfg.BargeIn
+	if b.sound != nil {
+		if cfg.MaxBackchannel > 0 && !b.longChecked && b.sound.Kind != SoundHum {
+			return b.onset.Add(cfg.MaxBackchannel)
+		}
+		return time.Time{} // the evidence comes as it comes
+	}
 	if b.tentative {
 		return time.Time{} // the VAD confirms or withdraws it
 	}
@@ -59,6 +105,9 @@ func (t *Turns) evaluateBargeIn(now time.Time, acts []Action) []Action {
 	if a == nil || a.interrupted {
 		b.resolved = true // nothing left to interrupt or resume
 		return acts
+	}
+	if b.sound != nil {
+		return t.weighSound(now, acts)
 	}
 	if b.tentative {
 		return acts // not speech yet
@@ -88,6 +137,12 @@ func (t *Turns) decideOnUtterance(words []string, acts []Action) []Action {
 	if b == nil || b.resolved || t.agent == nil || t.agent.interrupted {
 		return acts
 	}
+	if b.sound != nil {
+		// The evidence did not find an interruption while the agent spoke; the agent went
+		// on, and a late transcript does not stop it (the words may still be a turn of
+		// their own, after the agent's: see backchannelOf).
+		return t.settleSound(acts, "no interruption in the transcript's time")
+	}
 	cfg := t.cfg.BargeIn
 	if b.minReached && t.realWords(words) >= max(cfg.MinWords, 1) {
 		return t.interrupt(acts, "barge-in (final transcript)")
@@ -98,6 +153,7 @@ func (t *Turns) decideOnUtterance(words []string, acts []Action) []Action {
 func (t *Turns) interrupt(acts []Action, reason string) []Action {
 	a := t.agent
 	t.barge.resolved = true
+	t.barge.held = false
 	a.interrupted = true
 	a.paused = false
 	acts = append(acts, Action{Interrupt: &ControlTurn{TurnID: a.id, Reason: reason}})
@@ -106,12 +162,9 @@ func (t *Turns) interrupt(acts []Action, reason string) []Action {
 
 func (t *Turns) resume(acts []Action, reason string) []Action {
 	a := t.agent
+	acts = t.release(acts, reason)
 	t.barge.resolved = true
 	t.barge = nil
-	if a.paused {
-		a.paused = false
-		acts = append(acts, Action{Resume: &ControlTurn{TurnID: a.id, Reason: reason}})
-	}
 	if t.userSpeaking {
 		return t.setState(Overlap, acts)
 	}

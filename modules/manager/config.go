@@ -12,8 +12,23 @@ type BargeInConfig struct {
 	// 0 decides on duration alone.
 	MinWords int `yaml:"min_words"`
 	// Backchannels never interrupt ("mm-hmm", "yeah", ...); compared case- and
-	// punctuation-insensitively.
+	// punctuation-insensitively. Empty: the Language's (DefaultBackchannels).
 	Backchannels []string `yaml:"backchannels"`
+	// InterruptWords open real interruptions ("stop", "wait", "no", ...): heard early in
+	// a sound over the agent they stop it at once. Empty: the Language's
+	// (DefaultInterruptWords).
+	InterruptWords []string `yaml:"interrupt_words"`
+	// Language chooses the default Backchannels and InterruptWords ("en" when empty).
+	Language string `yaml:"language"`
+	// Hold is what the agent's voice does while a possible barge-in is weighed: "duck"
+	// (softer by DuckGain, the default) or "pause".
+	Hold string `yaml:"hold"`
+	// DuckGain is the level of the ducked voice relative to full volume, in dB (-12).
+	DuckGain float64 `yaml:"duck_gain"`
+	// Evidence says how the overlap module's evidence decides (when the module runs).
+	Evidence EvidenceConfig `yaml:"evidence"`
+	// HumText is what the history stores for a backchannel without words (a hum).
+	HumText string `yaml:"hum_text"`
 	// MaxBackchannel: speech over the agent that lasts longer than this interrupts
 	// whatever the recogniser made of it (nobody backchannels for that long); 0 turns
 	// the rule off.
@@ -30,6 +45,68 @@ type BargeInConfig struct {
 	// transcript before it decides the barge-in was false and resumes playback. It must
 	// cover the end-of-turn silence plus the recogniser's final decode.
 	Grace time.Duration `yaml:"grace"`
+}
+
+// Holds of the agent's voice while a barge-in is weighed.
+const (
+	HoldDuck  = "duck"
+	HoldPause = "pause"
+)
+
+// EvidenceConfig weighs the overlap module's evidence about a sound over the agent: its
+// decodes (words and their confidence, taken every few tens of milliseconds as the sound
+// goes on), its acoustics (noise, hum or voice) and its length.
+type EvidenceConfig struct {
+	// KeywordConfidence: one decode holding an interrupt word this confident interrupts,
+	// once KeywordSound of the sound has been decoded. Two decodes in a row holding
+	// interrupt words interrupt whatever their confidence.
+	KeywordConfidence float32       `yaml:"keyword_confidence"`
+	KeywordSound      time.Duration `yaml:"keyword_sound"`
+	// WordConfidence is what a real (not a backchannel) word needs to count: two such
+	// words, the same in two decodes in a row, interrupt; and a voice (not a hum) going
+	// on past MaxBackchannel interrupts once one such word is there.
+	WordConfidence float32 `yaml:"word_confidence"`
+	// TurnWordConfidence is what a word of the final transcript of a sound that did not
+	// interrupt needs to count: a voice whose transcript holds two different such real
+	// words is a user turn (after the agent's), not a backchannel. The final decode's
+	// confidences are steadier than those of decodes of a sound cut short.
+	TurnWordConfidence float32 `yaml:"turn_word_confidence"`
+	// BackchannelConfidence: two decodes in a row holding the same backchannel words,
+	// each this confident, end the ducking before the sound ends (it is still watched).
+	BackchannelConfidence float32 `yaml:"backchannel_confidence"`
+}
+
+// DefaultBackchannels and DefaultInterruptWords are the built-in word lists by language.
+var (
+	DefaultBackchannels = map[string][]string{
+		"en": {"mm-hmm", "mhm", "mm", "hmm", "hm", "uh-huh", "yeah", "yep", "yes", "okay", "ok", "right", "sure", "i see"},
+		"de": {"mhm", "hm", "mm", "ja", "genau", "okay", "ok", "stimmt", "aha", "achso"},
+		"fr": {"mhm", "hm", "oui", "ouais", "d'accord", "ok", "okay", "voilà", "ah bon"},
+		"es": {"mhm", "hm", "sí", "vale", "claro", "ya", "ajá", "ok", "okay"},
+	}
+	DefaultInterruptWords = map[string][]string{
+		"en": {"stop", "wait", "no", "hold", "hang", "what", "why", "how", "sorry", "excuse", "actually", "pardon"},
+		"de": {"stopp", "halt", "warte", "moment", "nein", "was", "wie", "warum", "entschuldigung"},
+		"fr": {"stop", "attends", "attendez", "non", "quoi", "pourquoi", "comment", "pardon"},
+		"es": {"para", "espera", "no", "qué", "cómo", "perdón", "oye"},
+	}
+)
+
+// WordLists returns the backchannels and interrupt words in force: the configured ones,
+// or the language's defaults.
+func (c BargeInConfig) WordLists() (backchannels, interrupt []string) {
+	lang := c.Language
+	if lang == "" {
+		lang = "en"
+	}
+	backchannels, interrupt = c.Backchannels, c.InterruptWords
+	if len(backchannels) == 0 {
+		backchannels = DefaultBackchannels[lang]
+	}
+	if len(interrupt) == 0 {
+		interrupt = DefaultInterruptWords[lang]
+	}
+	return backchannels, interrupt
 }
 
 // ReengageConfig makes the agent speak up after a long silence (off when After is 0).
@@ -59,15 +136,27 @@ type Config struct {
 	Prepare  PrepareConfig  `yaml:"prepare"`
 }
 
-// DefaultConfig returns the defaults: barge-in after 250 ms and one real word, the usual
-// backchannels, no re-engagement, replies prepared after 200 ms of silence.
+// DefaultConfig returns the defaults: the agent's voice ducked by 12 dB at the first sound
+// of the user, barge-in on an interrupt word or two confident real words (with the
+// overlap module; otherwise after 250 ms and one real word), English backchannels, no
+// re-engagement, replies prepared after 200 ms of silence.
 func DefaultConfig() Config {
 	return Config{
 		BargeIn: BargeInConfig{
-			Enabled:        true,
-			MinDuration:    250 * time.Millisecond,
-			MinWords:       1,
-			Backchannels:   []string{"mm-hmm", "mhm", "mm", "hmm", "uh-huh", "yeah", "yes", "okay", "ok", "right", "sure", "i see"},
+			Enabled:     true,
+			MinDuration: 250 * time.Millisecond,
+			MinWords:    1,
+			Language:    "en",
+			Hold:        HoldDuck,
+			DuckGain:    -12,
+			Evidence: EvidenceConfig{
+				KeywordConfidence:     0.95,
+				KeywordSound:          200 * time.Millisecond,
+				WordConfidence:        0.8,
+				TurnWordConfidence:    0.5,
+				BackchannelConfidence: 0.8,
+			},
+			HumText:        "mm-hmm",
 			MaxBackchannel: time.Second,
 			MinStability:   1,
 			EarlyWords:     2,

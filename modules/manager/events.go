@@ -20,6 +20,7 @@ type Event struct {
 	Reply            *Reply
 	Audio            *AudioHeard
 	AudioQueued      *AudioQueued
+	Sound            *OverlapSound
 }
 
 // Candidate: the VAD heard what may be the start of user speech (before confirming it).
@@ -55,6 +56,8 @@ type Words struct {
 // Utterance is the user's final, committed utterance.
 type Utterance struct {
 	Text string
+	// Words are its words with the recogniser's confidence (0 when it gives none).
+	Words []ScoredWord
 	// Start and End span the user's speech on the session's timeline.
 	Start, End time.Duration
 }
@@ -118,12 +121,16 @@ type Action struct {
 	Pause      *ControlTurn
 	Resume     *ControlTurn
 	Interrupt  *ControlTurn
+	Duck       *Duck
+	Unduck     *ControlTurn
 	Prepare    *Prepare
 	Withdraw   *ControlTurn
 	AppendUser *AppendUser
-	CloseAgent *CloseAgent
-	Say        *Say
-	State      *StateChange
+	// AppendBackchannel stores a backchannel (after the agent turn it accompanied).
+	AppendBackchannel *AppendBackchannel
+	CloseAgent        *CloseAgent
+	Say               *Say
+	State             *StateChange
 }
 
 // Respond asks for agent turn TurnID.

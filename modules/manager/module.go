@@ -13,6 +13,7 @@ import (
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/overlap"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/vad"
@@ -105,6 +106,9 @@ type Entry struct {
 	// FullText is what the agent generated, for interrupted turns.
 	FullText    string
 	Interrupted bool
+	// Backchannel marks a user's backchannel (not a turn; TurnID is the agent turn it
+	// accompanied).
+	Backchannel bool
 	// Start and End are times on the session's timeline (since the session started):
 	// the user's speech, or the agent's audio from first to last heard.
 	Start, End time.Duration
@@ -251,7 +255,16 @@ func (c *conversation) update(ctx context.Context, up iu.Update) error {
 		}
 		c.words.Reset()
 		c.userOpen, c.eotPending = false, false
-		return c.handle(ctx, Event{Utterance: &Utterance{Text: pl.Text, Start: pl.Start, End: pl.End}})
+		words := make([]ScoredWord, len(pl.Words))
+		for i, w := range pl.Words {
+			words[i] = ScoredWord{Text: w.Text, Confidence: w.Confidence}
+		}
+		return c.handle(ctx, Event{Utterance: &Utterance{Text: pl.Text, Words: words, Start: pl.Start, End: pl.End}})
+	case overlap.Evidence:
+		if up.Type == iu.Revoke {
+			return nil
+		}
+		return c.handle(ctx, Event{Sound: c.sound(pl, up.Type == iu.Commit)})
 	case llm.Reply:
 		if up.Type != iu.Add || pl.Withdrawn {
 			return nil
@@ -297,6 +310,26 @@ func (c *conversation) wordsChanged(ctx context.Context) error {
 		}
 	}
 	return c.handle(ctx, Event{Words: &Words{Words: texts, All: all}})
+}
+
+// sound turns the overlap module's evidence into an event.
+func (c *conversation) sound(e overlap.Evidence, final bool) *OverlapSound {
+	s := &OverlapSound{Onset: c.at(e.Start), DecodedTo: e.DecodedTo, Decodes: e.Decodes, Ended: e.Ended, Dropped: e.Dropped, Final: final}
+	switch e.Sound {
+	case overlap.Noise:
+		s.Kind = SoundNoise
+	case overlap.Hum:
+		s.Kind = SoundHum
+	case overlap.Voice:
+		s.Kind = SoundVoice
+	}
+	if e.Ended {
+		s.End = c.at(e.End)
+	}
+	for _, w := range e.Words {
+		s.Words = append(s.Words, ScoredWord{Text: w.Text, Confidence: w.Confidence})
+	}
+	return s
 }
 
 // progress turns the speaker's report about agent audio into an event.
@@ -366,6 +399,15 @@ func (c *conversation) act(ctx context.Context, act Action) error {
 		}
 		c.m.transcript = append(c.m.transcript, Entry{Speaker: dialogue.User, TurnID: u.TurnID, Text: u.Text, Start: a.Start, End: a.End})
 		c.log.Info("user turn", zap.Int("turn", u.TurnID), zap.String("text", u.Text))
+		return c.send(ctx, UserTurn{TurnID: u.TurnID, Text: u.Text, Start: a.Start, End: a.End})
+	case act.AppendBackchannel != nil:
+		return c.backchannel(ctx, act.AppendBackchannel)
+	case act.Duck != nil:
+		c.log.Info("ducking the agent", zap.Int("turn", act.Duck.TurnID), zap.Float64("gain_db", act.Duck.Gain), zap.String("reason", act.Duck.Reason))
+		return c.send(ctx, control.Command{Action: control.Duck, TurnID: act.Duck.TurnID, Gain: act.Duck.Gain, Reason: act.Duck.Reason})
+	case act.Unduck != nil:
+		c.log.Info("restoring the agent's volume", zap.Int("turn", act.Unduck.TurnID), zap.String("reason", act.Unduck.Reason))
+		return c.send(ctx, control.Command{Action: control.Unduck, TurnID: act.Unduck.TurnID, Reason: act.Unduck.Reason})
 	case act.CloseAgent != nil:
 		return c.closeAgent(ctx, act.CloseAgent)
 	case act.Say != nil:

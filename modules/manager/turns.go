@@ -20,6 +20,9 @@ import (
 type Turns struct {
 	cfg   Config
 	backs map[string]bool
+	// backWords holds every word of the backchannels ("i" and "see" of "i see"), and
+	// interrupts the interrupt words.
+	backWords, interrupts map[string]bool
 
 	state    State
 	nextTurn int
@@ -31,6 +34,10 @@ type Turns struct {
 
 	agent *agentTurn
 	barge *bargeIn
+	// verdict is what the last sound over the agent was when it did not interrupt, for
+	// its transcript; pendingBackchannels wait for their agent turn to be stored.
+	verdict             *verdict
+	pendingBackchannels []*AppendBackchannel
 	// prep is the reply being prepared while the user is silent; words are the user's
 	// words so far and speechEndAt when their speech last ended (zero while they speak
 	// or once their turn was taken).
@@ -49,9 +56,16 @@ type Turns struct {
 
 // NewTurns returns a state machine with cfg.
 func NewTurns(cfg Config) *Turns {
-	t := &Turns{cfg: cfg, backs: map[string]bool{}, nextTurn: 1}
-	for _, b := range cfg.BargeIn.Backchannels {
+	t := &Turns{cfg: cfg, backs: map[string]bool{}, backWords: map[string]bool{}, interrupts: map[string]bool{}, nextTurn: 1}
+	backs, interrupts := cfg.BargeIn.WordLists()
+	for _, b := range backs {
 		t.backs[normalizeWord(b)] = true
+		for _, w := range strings.Fields(b) {
+			t.backWords[normalizeWord(w)] = true
+		}
+	}
+	for _, w := range interrupts {
+		t.interrupts[normalizeWord(w)] = true
 	}
 	return t
 }
@@ -175,6 +189,8 @@ func (t *Turns) Handle(ev Event) []Action {
 		}
 	case ev.Audio != nil:
 		acts = t.handleAudio(ev, acts)
+	case ev.Sound != nil:
+		acts = t.handleSound(ev, acts)
 	}
 	return acts
 }
@@ -198,9 +214,9 @@ func (t *Turns) speechStart(ev Event, acts []Action) []Action {
 		// The agent is talking or about to: hold its audio while we find out whether
 		// this is a real interruption (or the user simply going on with their turn).
 		t.barge = &bargeIn{onset: ev.SpeechStart.Onset, open: true}
+		t.verdict = nil
 		t.overlapUtterance = true
-		t.agent.paused = true
-		acts = append(acts, Action{Pause: &ControlTurn{TurnID: t.agent.id, Reason: "user speech"}})
+		acts = t.hold(acts, "user speech")
 		acts = t.setState(Overlap, acts)
 		return t.evaluateBargeIn(ev.At, acts)
 	}
@@ -219,13 +235,15 @@ func (t *Turns) handleUtterance(ev Event, acts []Action) []Action {
 	t.words, t.speechEndAt = t.words[:0], time.Time{}
 	acts = t.decideOnUtterance(strings.Fields(text), acts)
 	if text == "" {
+		t.verdict = nil
 		// Noise: no turn. Fall back to what the agent is doing.
 		acts = t.withdraw(acts, "no words after all")
 		return t.settle(acts)
 	}
-	if overlap && t.agent != nil && !t.agent.interrupted && t.onlyBackchannels(strings.Fields(text)) {
-		// "mm-hmm" over the agent is not a turn; playback resumed (or will).
-		return acts
+	if bc, ok := t.backchannelOf(ev.Utterance, overlap); ok {
+		// "mm-hmm" over the agent is not a turn: the agent went on (or will), and the
+		// history keeps it as a backchannel after the agent's turn.
+		return t.recordBackchannel(bc, acts)
 	}
 	t.reengaged = 0
 	user := &AppendUser{Text: text, Start: ev.Utterance.Start, End: ev.Utterance.End}

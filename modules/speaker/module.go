@@ -24,6 +24,9 @@ type Options struct {
 	// lead rides out longer stalls of the module; it does not delay Pause or Interrupt,
 	// which take effect at the output itself.
 	Lead time.Duration `yaml:"lead" json:"lead"`
+	// DuckRamp is how long a change of level (Duck, Unduck) takes: a linear ramp, short
+	// enough to act within a device buffer or two, long enough not to click (10 ms).
+	DuckRamp time.Duration `yaml:"duck_ramp" json:"duck_ramp"`
 	// Quality is the resampler's quality.
 	Quality audio.Quality `yaml:"-" json:"-"`
 	// Played makes the module report everything its output plays, silence included,
@@ -42,6 +45,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.Lead <= 0 {
 		o.Lead = 100 * time.Millisecond
+	}
+	if o.DuckRamp <= 0 {
+		o.DuckRamp = 10 * time.Millisecond
 	}
 	return o
 }
@@ -114,6 +120,7 @@ func (s *Speaker) Run(ctx context.Context, p *iu.Ports) error {
 		return err
 	}
 	ring := newRing(ringCapacity(rate, s.opts.Lead, s.opts.Step))
+	ring.setRamp(audio.DurationToSamples(s.opts.DuckRamp, rate))
 	var tap *tapReader
 	if s.opts.Played {
 		ring.withTap(tapSeconds * rate)

@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/parley-voice/parley/audio"
@@ -108,6 +109,11 @@ type player struct {
 
 	interrupted    bool
 	maxInterrupted int
+
+	// gains are the renderer's changes of level, oldest first (the one in force at the
+	// heard frame and those after it).
+	gains     []gainChange
+	lostGains uint64
 
 	underruns   int
 	lostRecords uint64
@@ -222,7 +228,22 @@ func (p *player) command(c control.Command) {
 			p.interrupted, p.maxInterrupted = true, c.TurnID
 		}
 		p.submit(request{kind: reqInterrupt, turn: c.TurnID, reason: reason})
+	case control.Duck:
+		p.setGain(float32(math.Pow(10, min(c.Gain, 0)/20)))
+	case control.Unduck:
+		p.setGain(1)
 	}
+}
+
+// setGain asks the renderer for a level. It takes effect at the renderer's next render,
+// ramped, whatever request is in flight: a level moves no position, so it needs no
+// acknowledgement; the renderer's gain records say where each ramp began.
+func (p *player) setGain(g float32) {
+	if math.Float32frombits(p.ring.gain.Load()) == g {
+		return
+	}
+	p.ring.gain.Store(math.Float32bits(g))
+	p.out.Kick()
 }
 
 // submit sends a request to the renderer, or queues it behind the one in flight: requests are
@@ -249,6 +270,9 @@ func (p *player) submit(r request) {
 		p.paused = false
 		p.ring.pause.Store(false)
 		p.ring.limit.Store(r.at)
+		// The turn ends here; whatever plays next plays at full volume (the ramp back up
+		// runs on the silence after the cut).
+		p.ring.gain.Store(math.Float32bits(1))
 	case reqRevoke:
 		p.ring.limit.Store(r.at)
 	}
@@ -304,10 +328,12 @@ func (p *player) sync(now time.Time, steady bool) {
 			p.submit(next)
 		}
 	}
-	h := p.heardAt(p.out.HeardFrame(now))
+	heardFrame := p.out.HeardFrame(now)
+	h := p.heardAt(heardFrame)
 	if h > p.heard {
 		p.heard = h
 	}
+	p.pruneGains(heardFrame)
 	switch p.state {
 	case Paused, Stopped:
 		if !p.tailUntil.IsZero() && !now.Before(p.tailUntil) {
@@ -577,6 +603,42 @@ func (p *player) drainRecords() {
 		p.log.Warn("speaker fell behind its output's records; heard positions may be off", zap.Uint64("lost", lost-p.lostRecords))
 		p.lostRecords = lost
 	}
+	gw := l.gainW.Load()
+	for r := l.gainR.Load(); r < gw; r++ {
+		p.gains = append(p.gains, l.gainRec[r%gainSlots])
+		l.gainR.Store(r + 1)
+	}
+	if lost := l.gainLost.Load(); lost != p.lostGains {
+		p.log.Warn("speaker fell behind its output's changes of level; reported levels may be off", zap.Uint64("lost", lost-p.lostGains))
+		p.lostGains = lost
+	}
+}
+
+// gainAt returns the level of device frame f.
+func (p *player) gainAt(f int64) float32 {
+	if len(p.gains) == 0 {
+		return 1
+	}
+	i := 0
+	for i+1 < len(p.gains) && p.gains[i+1].frame <= f {
+		i++
+	}
+	if c := p.gains[i]; c.frame <= f {
+		return c.at(f)
+	}
+	return p.gains[0].from // before the first change kept: the level it started from
+}
+
+// pruneGains forgets the changes of level before the one in force at the heard frame:
+// no report asks about an earlier frame.
+func (p *player) pruneGains(heard int64) {
+	i := 0
+	for i+1 < len(p.gains) && p.gains[i+1].frame <= heard {
+		i++
+	}
+	if i > 0 {
+		p.gains = append(p.gains[:0], p.gains[i:]...)
+	}
 }
 
 // heardAt maps the device frame the listener hears to a ring position (ring positions
@@ -620,6 +682,9 @@ func (p *player) prune() {
 // reportAt builds a progress report for the heard position h.
 func (p *player) reportAt(state State, h int64, pos time.Duration, tail bool, reason string) Progress {
 	pr := Progress{State: state, Pos: pos, Tail: tail, Reason: reason}
+	if g := p.gainAt(max(p.out.HeardFrame(p.start.Add(pos))-1, 0)); g != 1 { // the frame heard last
+		pr.Gain = 20 * math.Log10(max(float64(g), 1e-6))
+	}
 	var at *placement
 	for _, pl := range p.placed {
 		if pl.start < h {

@@ -19,7 +19,10 @@
 // Control commands (package control) act at once: Pause holds the output and remembers
 // the position, Resume continues from exactly that sample, and Interrupt{TurnID} drops
 // everything queued for that turn and earlier, stops the output, and reports in a
-// Stopped progress exactly which audio IU and sample were heard last. Audio for an
+// Stopped progress exactly which audio IU and sample were heard last. Duck lowers the
+// level (a linear ramp of Options.DuckRamp in the renderer itself, so that it takes
+// effect within one device buffer) and Unduck restores it; a level changes no position,
+// and progress reports say the level heard (Gain). Audio for an
 // interrupted turn that arrives later is dropped, and so is revoked audio that has not
 // started playing.
 //
@@ -133,6 +136,9 @@ type Progress struct {
 	// Speech payload): the word heard at Offset and how much of it. It is what the
 	// dialogue history keeps of an interrupted turn.
 	Text *HeardText
+	// Gain is the level the listener hears at Pos relative to full volume, in dB: 0 at
+	// full volume, negative while the agent is ducked (or its ramp is under way).
+	Gain float64
 }
 
 // Kind implements iu.Payload.
@@ -146,6 +152,9 @@ func (p Progress) Summary() string {
 	}
 	if p.Tail {
 		s += " tail"
+	}
+	if p.Gain != 0 {
+		s += fmt.Sprintf(" %.1f dB", p.Gain)
 	}
 	if p.Reason != "" {
 		s += " (" + p.Reason + ")"

@@ -25,6 +25,12 @@ import (
 //   - records: the renderer appends a record at every transition between ring audio
 //     and silence (and when its read position jumps), so that the writer can map the
 //     device frame the listener hears to a ring position. The writer drains them.
+//   - Gain: the writer sets gain, the level it wants (ducking lowers it while the user
+//     may be barging in); the renderer ramps to it linearly over rampFrames frames from
+//     the level it had reached, and appends a gainChange record at the device frame
+//     where each ramp starts, so that the writer knows exactly what level the listener
+//     hears when. A change of level moves no position: it never touches r, limit or the
+//     records.
 //   - rendered describes the device's clock (see Output).
 //   - tap, when the speaker reports what it plays (Options.Played), receives every
 //     sample the renderer outputs, ring audio and silence alike, one per device frame.
@@ -65,6 +71,13 @@ type Ring struct {
 	markW   atomic.Uint64      // renderer: marks written
 	markR   atomic.Uint64      // writer: marks consumed
 
+	gain       atomic.Uint32         // writer: the level wanted (float32 bits, 1 = full)
+	gainRec    [gainSlots]gainChange // slots: the renderer writes, the writer reads after gainW publishes them
+	gainW      atomic.Uint64         // renderer: gain changes written
+	gainR      atomic.Uint64         // writer: gain changes consumed
+	gainLost   atomic.Uint64         // renderer: gain changes dropped because the writer fell behind
+	rampFrames int64                 // frames a change of level takes (set before rendering starts)
+
 	// notify, when set before the output starts, is called by the renderer after it
 	// applied a request, to wake the writer.
 	notify func()
@@ -77,6 +90,7 @@ type tapMark struct{ pos, frame int64 }
 const (
 	markSlots   = 16
 	recordSlots = 1024
+	gainSlots   = 64
 	noLimit     = math.MaxInt64
 )
 
@@ -88,10 +102,31 @@ type record struct {
 	playing bool
 }
 
+// gainChange says that from device frame frame on, the level ramps linearly from from to
+// to over frames frames: the sample at frame+i is scaled by rampGain(from, to, i, frames).
+type gainChange struct {
+	frame    int64
+	from, to float32
+	frames   int64
+}
+
+// at returns the level of device frame f (f >= c.frame).
+func (c gainChange) at(f int64) float32 { return rampGain(c.from, c.to, f-c.frame, c.frames) }
+
+// rampGain is the level of the i-th frame of a ramp of n frames from from to to: it
+// reaches to on the ramp's last frame.
+func rampGain(from, to float32, i, n int64) float32 {
+	if i+1 >= n {
+		return to
+	}
+	return from + (to-from)*float32(i+1)/float32(n)
+}
+
 func newRing(capacity int) *Ring {
 	n := pow2(capacity)
-	r := &Ring{ring: make([]float32, n), mask: int64(n - 1)}
+	r := &Ring{ring: make([]float32, n), mask: int64(n - 1), rampFrames: 1}
 	r.limit.Store(noLimit)
+	r.gain.Store(math.Float32bits(1))
 	return r
 }
 
@@ -110,6 +145,10 @@ func pow2(capacity int) int {
 	return n
 }
 
+// setRamp makes changes of level take d at rate (at least one frame). Call it before
+// the output starts rendering.
+func (r *Ring) setRamp(frames int64) { r.rampFrames = max(frames, 1) }
+
 // SetNotify makes the renderer call f after it applied a control request, so that an
 // output whose renderer runs on its own thread wakes the module at once (f must not
 // block: a device output uses Ports.TryPost). Call it before the output starts
@@ -127,19 +166,28 @@ type Renderer struct {
 	playing bool
 	tapW    int64 // tap positions written (published in ring.tapW)
 	tapGap  bool  // frames were dropped since the last one written to the tap
+	// ramp is the level change in force (the latest; a finished ramp holds its level).
+	ramp gainChange
 }
 
 // NewRenderer returns the renderer of r; an output makes one in Begin.
-func NewRenderer(r *Ring) *Renderer { return &Renderer{ring: r, limit: noLimit} }
+func NewRenderer(r *Ring) *Renderer {
+	return &Renderer{ring: r, limit: noLimit, ramp: gainChange{from: 1, to: 1, frames: 1}}
+}
 
 // Frame returns how many device frames have been rendered.
 func (rd *Renderer) Frame() int64 { return rd.frame }
 
 // Render fills out with frames sample frames of channels interleaved channels: ring
-// audio (the same sample on every channel) while there is some and the output is not
-// paused, silence otherwise. It never blocks and never allocates.
+// audio (the same sample on every channel, scaled by the level) while there is some and
+// the output is not paused, silence otherwise. It never blocks and never allocates.
 func (rd *Renderer) Render(out []float32, frames, channels int) {
 	l := rd.ring
+	if g := math.Float32frombits(l.gain.Load()); g != rd.ramp.to {
+		// A new level: ramp to it from wherever the current ramp has got to.
+		rd.ramp = gainChange{frame: rd.frame, from: rd.ramp.at(rd.frame - 1), to: g, frames: l.rampFrames}
+		rd.recordGain(rd.ramp)
+	}
 	applied := false
 	var ackPos int64
 	if req := l.req.Load(); req != rd.seen {
@@ -163,14 +211,22 @@ func (rd *Renderer) Render(out []float32, frames, channels int) {
 		rd.record(record{frame: rd.frame, pos: rd.r, playing: true})
 		rd.playing = true
 	}
+	steady := rd.frame-rd.ramp.frame+1 >= rd.ramp.frames // no ramp under way in this render
 	for i := 0; i < n; i++ {
 		v := l.ring[(rd.r+int64(i))&l.mask]
+		switch {
+		case steady && rd.ramp.to == 1:
+		case steady:
+			v *= rd.ramp.to
+		default:
+			v *= rd.ramp.at(rd.frame + int64(i))
+		}
 		for ch := 0; ch < channels; ch++ {
 			out[i*channels+ch] = v
 		}
 	}
 	if l.tap != nil {
-		rd.tap(n, frames)
+		rd.tap(out, n, frames, channels)
 	}
 	rd.r += int64(n)
 	l.r.Store(rd.r)
@@ -194,10 +250,10 @@ func (rd *Renderer) Render(out []float32, frames, channels int) {
 	}
 }
 
-// tap copies this render's frames into the tap: n frames of ring audio from the read
-// position, then silence up to frames, as far as the writer has made room; the rest are
+// tap copies this render's frames into the tap: the n frames of ring audio as rendered
+// (after the level), then silence up to frames, as far as the writer has made room; the rest are
 // dropped (see Ring).
-func (rd *Renderer) tap(n, frames int) {
+func (rd *Renderer) tap(out []float32, n, frames, channels int) {
 	l := rd.ring
 	room := l.tapR.Load() + int64(len(l.tap)) - rd.tapW
 	k := int(min(int64(frames), max(room, 0)))
@@ -213,7 +269,7 @@ func (rd *Renderer) tap(n, frames int) {
 	for i := 0; i < k; i++ {
 		var v float32
 		if i < n {
-			v = l.ring[(rd.r+int64(i))&l.mask]
+			v = out[i*channels]
 		}
 		l.tap[(rd.tapW+int64(i))&l.tapMask] = v
 	}
@@ -222,6 +278,17 @@ func (rd *Renderer) tap(n, frames int) {
 		rd.tapGap = true
 	}
 	l.tapW.Store(rd.tapW)
+}
+
+func (rd *Renderer) recordGain(c gainChange) {
+	l := rd.ring
+	w := l.gainW.Load()
+	if w-l.gainR.Load() >= gainSlots {
+		l.gainLost.Add(1)
+		return
+	}
+	l.gainRec[w%gainSlots] = c
+	l.gainW.Store(w + 1)
 }
 
 func (rd *Renderer) record(rec record) {

@@ -1,6 +1,7 @@
 package speaker
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"testing"
@@ -82,5 +83,78 @@ func TestRingConcurrent(t *testing.T) {
 			t.Fatalf("records out of order")
 		}
 		last = rec.frame
+	}
+}
+
+// TestRingGainConcurrent changes the level from the writer's goroutine while the
+// renderer plays full-scale audio on its own: every sample lies between the two levels,
+// the level never moves faster than the ramp allows (no clicks), and the renderer's gain
+// records say exactly which level each frame had.
+func TestRingGainConcurrent(t *testing.T) {
+	const total = 100000
+	const low = float32(0.25)
+	l := newRing(4096)
+	l.setRamp(160)
+	var wg sync.WaitGroup
+	out := make([]float32, 0, total)
+	wg.Add(1)
+	go func() { // the renderer
+		defer wg.Done()
+		rd := NewRenderer(l)
+		buf := make([]float32, 61)
+		for l.r.Load() < total {
+			rd.Render(buf, 61, 1)
+			out = append(out, buf...)
+			runtime.Gosched()
+		}
+	}()
+	var w int64
+	var changes []gainChange
+	drain := func() { // as the player does at every step
+		for r := l.gainR.Load(); r < l.gainW.Load(); r++ {
+			changes = append(changes, l.gainRec[r%gainSlots])
+			l.gainR.Store(r + 1)
+		}
+	}
+	for i := 0; l.r.Load() < total; i++ { // the renderer stops once it has read total
+		drain()
+		for ; w-l.r.Load() < int64(len(l.ring)); w++ {
+			l.ring[w&l.mask] = 1
+		}
+		l.w.Store(w)
+		if i%50 == 0 {
+			g := float32(1)
+			if (i/50)%2 == 0 {
+				g = low
+			}
+			l.gain.Store(math.Float32bits(g))
+		}
+		runtime.Gosched()
+	}
+	wg.Wait()
+	drain()
+	if lost := l.gainLost.Load(); lost > 0 {
+		t.Fatalf("%d level changes lost", lost)
+	}
+	if len(changes) < 2 {
+		t.Fatalf("%d level changes recorded", len(changes))
+	}
+	step := float64(1-low) / 160 * 1.0001
+	for f, v := range out {
+		if f > 0 && out[f-1] != 0 && v != 0 && math.Abs(float64(v-out[f-1])) > step {
+			t.Fatalf("frame %d: level jumps from %g to %g", f, out[f-1], v)
+		}
+		if v != 0 && (v < low || v > 1) {
+			t.Fatalf("frame %d at level %g", f, v)
+		}
+		want := float32(1)
+		for _, c := range changes {
+			if c.frame <= int64(f) {
+				want = c.at(int64(f))
+			}
+		}
+		if v != 0 && v != want {
+			t.Fatalf("frame %d at level %g, the records say %g", f, v, want)
+		}
 	}
 }

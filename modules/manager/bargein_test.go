@@ -1,0 +1,372 @@
+package manager
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pausing is the default configuration with the voice held by pausing it, as the
+// scenarios of turns_test.go were written for.
+func pausing() Config {
+	c := DefaultConfig()
+	c.BargeIn.Hold = HoldPause
+	return c
+}
+
+// describeSoft is describe with the actions of soft barge-ins.
+func describeSoft(acts []Action) []string {
+	var out []string
+	for _, a := range acts {
+		switch {
+		case a.Duck != nil:
+			out = append(out, fmt.Sprintf("duck %d %.0f", a.Duck.TurnID, a.Duck.Gain))
+		case a.Unduck != nil:
+			out = append(out, fmt.Sprintf("unduck %d", a.Unduck.TurnID))
+		case a.AppendBackchannel != nil && a.AppendBackchannel.Text == "":
+			out = append(out, fmt.Sprintf("noise %d", a.AppendBackchannel.TurnID))
+		case a.AppendBackchannel != nil:
+			out = append(out, fmt.Sprintf("backchannel %d %q %s", a.AppendBackchannel.TurnID, a.AppendBackchannel.Text, a.AppendBackchannel.Sound))
+		default:
+			out = append(out, describe([]Action{a})...)
+		}
+	}
+	return out
+}
+
+// w is a decoded word "text:confidence".
+func w(s string) ScoredWord {
+	text, conf, _ := strings.Cut(s, ":")
+	var c float32 = 1
+	if conf != "" {
+		fmt.Sscan(conf, &c)
+	}
+	return ScoredWord{Text: text, Confidence: c}
+}
+
+// sound is overlap evidence about a sound that began at onset ms: its kind, how much of
+// it (ms) the decode of words covered (which also numbers the decode).
+func sound(onset int, kind SoundKind, decoded int, words ...string) Event {
+	s := &OverlapSound{Onset: at(onset), Kind: kind, DecodedTo: time.Duration(decoded) * time.Millisecond, Decodes: decoded}
+	for _, x := range words {
+		s.Words = append(s.Words, w(x))
+	}
+	return Event{Sound: s}
+}
+
+// ended marks evidence as the sound having stopped at end ms; final as the module's
+// last word.
+func ended(ev Event, end int) Event {
+	s := *ev.Sound
+	s.Ended, s.End = true, at(end)
+	return Event{Sound: &s}
+}
+
+func final(ev Event) Event {
+	s := *ev.Sound
+	s.Final = true
+	return Event{Sound: &s}
+}
+
+func droppedSound(onset int) Event {
+	return Event{Sound: &OverlapSound{Onset: at(onset), Dropped: true, Ended: true, Final: true}}
+}
+
+func scoredUtterance(text string, words ...string) Event {
+	u := &Utterance{Text: text}
+	for _, x := range words {
+		u.Words = append(u.Words, w(x))
+	}
+	return Event{Utterance: u}
+}
+
+// TestSoftBargeIns runs scenarios of sounds over the agent with the overlap module's
+// evidence, with the defaults: the voice is ducked, never paused.
+func TestSoftBargeIns(t *testing.T) {
+	const onset = 3000
+	voice := func(ms int, words ...string) Event { return sound(onset, SoundVoice, ms-onset, words...) }
+	hum := func(ms int, words ...string) Event { return sound(onset, SoundHum, ms-onset, words...) }
+	tests := []struct {
+		name  string
+		cfg   func(*Config)
+		steps []step
+		final State
+	}{
+		{
+			name: "a cough the VAD withdraws: ducked, then full volume",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3040, ev: sound(onset, SoundUnknown, 0)},
+				{ms: 3150, ev: sound(onset, SoundNoise, 100, "the:0.4")},
+				{ms: 3200, ev: dropped(), want: []string{"unduck 2"}},
+				{ms: 3200, ev: droppedSound(onset)},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "a hum never interrupts, whatever the recogniser makes of it, and is a backchannel",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3100, ev: voice(3100)},
+				{ms: 3160, ev: voice(3160, "an:1")},
+				{ms: 3220, ev: voice(3220, "and:0.4")},
+				{ms: 3260, ev: speechStart(onset)},
+				{ms: 3280, ev: voice(3280, "an:0.33", "an:1")},
+				{ms: 3340, ev: voice(3340, "an:0.35", "an:1")},
+				{ms: 3400, ev: voice(3400, "an:0.36", "am:1")},
+				{ms: 3460, ev: hum(3460, "an:0.39", "an:0.36", "may:1"), want: []string{"unduck 2"}},
+				{ms: 3520, ev: hum(3520, "an:0.4", "an:0.34", "make:1")},
+				// Too long for a backchannel, but a hum.
+				{ms: 4000, tick: true},
+				{ms: 4100, ev: ended(hum(4100, "an:0.4", "an:0.3", "may:0.9", "can:1"), 4000)},
+				{ms: 4300, ev: speechEnd(4030)},
+				{ms: 4310, ev: final(ended(hum(4100, "an:0.4", "an:0.3", "may:0.9", "can:1"), 4000))},
+				{ms: 4800, ev: scoredUtterance("none of them", "none:0.7", "of:0.6", "them:0.9")},
+				{ms: 4900, ev: reply(2, "Once upon a time.", false)},
+				{ms: 4910, ev: queued(2, true)},
+				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `backchannel 2 "mm-hmm" hum`}},
+			}),
+			final: SilenceAfterAgent,
+		},
+		{
+			name: "two decodes agreeing on a confident backchannel restore the voice early",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3160, ev: voice(3160, "yeah:0.68")},
+				{ms: 3220, ev: voice(3220, "yeah:1"), want: []string{"unduck 2"}},
+				{ms: 3260, ev: speechStart(onset)},
+				{ms: 3280, ev: voice(3280, "yeah:1")},
+				{ms: 3420, ev: ended(voice(3320, "yeah:1"), 3320)},
+				{ms: 3540, ev: speechEnd(3350)},
+				{ms: 3550, ev: final(ended(voice(3320, "yeah:1"), 3320))},
+				{ms: 4200, ev: scoredUtterance("yeah", "yeah:0.98"), want: nil},
+				{ms: 4300, ev: reply(2, "Once upon a time.", false)},
+				{ms: 4310, ev: queued(2, true)},
+				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `backchannel 2 "yeah" voice`}},
+			}),
+			final: SilenceAfterAgent,
+		},
+		{
+			name: "a short acknowledgement: full volume when it ends",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3160, ev: voice(3160, "by:1")},
+				{ms: 3220, ev: voice(3220, "right:0.9")},
+				{ms: 3280, ev: speechStart(onset)},
+				{ms: 3390, ev: ended(voice(3280, "right:0.9"), 3290), want: []string{"unduck 2"}},
+				{ms: 3400, ev: ended(voice(3290, "right:0.98"), 3290)},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "a confident interrupt word stops the agent at once",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3100, ev: sound(onset, SoundNoise, 100)},
+				{ms: 3180, ev: sound(onset, SoundNoise, 180, "to:0.71")},
+				{ms: 3240, ev: voice(3240, "stop:1"), want: []string{"interrupt 2"}},
+				{ms: 3250, ev: stopped(2)},
+				{ms: 3260, ev: reply(2, "Once upon a time there was a dragon.", true), want: []string{`agent-cut 2 "Once upon a time there was a dragon."`}},
+				{ms: 3270, ev: speechStart(onset)},
+				{ms: 3700, ev: speechEnd(3700)},
+				{ms: 4450, ev: scoredUtterance("stop", "stop:0.99"), want: []string{`user 3 "stop"`, "respond 4"}},
+			}),
+			final: SilenceAfterUser,
+		},
+		{
+			name: "an interrupt word too early to trust waits for the next decode",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3140, ev: voice(3140, "how:1")},
+				{ms: 3200, ev: voice(3200, "tell:1")},
+				{ms: 3260, ev: voice(3260, "by:0.27")},
+				{ms: 3320, ev: voice(3320, "right:0.95")},
+				{ms: 3380, ev: voice(3380, "right:0.95"), want: []string{"unduck 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "an interrupt word after other words is a guess at a hum",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3400, ev: voice(3400, "a:0.49", "to:1")},
+				{ms: 3460, ev: voice(3460, "a:0.48", "stop:1")},
+				{ms: 3520, ev: voice(3520, "a:0.5", "sorry:1")},
+				{ms: 3580, ev: voice(3580, "but:0.3", "what:0.2")},
+				{ms: 3640, ev: voice(3640, "but:0.3", "what:0.2")},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "interrupt words in two decodes in a row interrupt whatever their confidence",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3160, ev: voice(3160, "how:0.27")},
+				{ms: 3220, ev: voice(3220, "how:0.39"), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "two confident real words, the same in three decodes, interrupt",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3400, ev: voice(3400, "tell:0.9")},
+				{ms: 3460, ev: voice(3460, "tell:0.93", "more:1")},
+				{ms: 3520, ev: voice(3520, "tell:0.89", "more:1", "about:0.3")},
+				{ms: 3580, ev: voice(3580, "tell:0.89", "more:1", "about:0.6"), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "a long hum's drift of short words does not interrupt",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3740, ev: voice(3740, "an:0.38", "an:0.37", "may:1")},
+				{ms: 3800, ev: voice(3800, "an:0.41", "an:0.35", "may:1")},
+				{ms: 3860, ev: voice(3860, "an:0.42", "an:0.26", "may:0.53")},
+				{ms: 3920, ev: voice(3920, "an:0.42", "an:0.3", "may:0.64", "its:1")},
+				{ms: 3980, ev: voice(3980, "an:0.42", "am:0.36", "into:0.57")},
+				{ms: 4000, tick: true},
+				{ms: 4040, ev: voice(4040, "an:0.42", "an:0.27", "may:0.62", "can:1")},
+				{ms: 4100, ev: voice(4100, "an:0.42", "an:0.26", "may:0.63", "can:1")},
+				{ms: 4160, ev: voice(4160, "an:0.41", "an:0.28", "may:0.44", "can:0.34", "may:1")},
+				{ms: 4220, ev: voice(4220, "an:0.4", "an:0.22", "may:0.36", "can:0.26", "now:1")},
+				{ms: 4540, ev: ended(voice(4520, "an:0.39", "an:0.28", "may:0.44", "can:0.4", "am:0.39"), 4520), want: []string{"unduck 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "the first word of a two-word backchannel is no real word",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3170, ev: voice(3170, "i:0.91")},
+				{ms: 3230, ev: voice(3230, "i:0.92")},
+				{ms: 3290, ev: voice(3290, "i:0.94", "see:1")},
+				{ms: 3350, ev: voice(3350, "i:0.94", "see:0.89"), want: []string{"unduck 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "confident words after a doubtful start are a decode's drift, not speech",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 4080, ev: voice(4080, "an:0.21", "an:0.3", "make:0.88", "yeah:0.98")},
+				{ms: 4160, ev: voice(4160, "an:0.2", "an:0.31", "make:0.82", "yeah:0.97", "now:1")},
+				{ms: 4200, ev: voice(4200, "an:0.21", "an:0.31", "make:0.82", "yeah:0.97", "now:1")},
+				{ms: 4240, ev: voice(4240, "an:0.26", "an:0.46", "make:0.95", "yeah:0.98", "now:0.82")},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "a voice too long for a backchannel interrupts once it holds a confident word",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3600, ev: voice(3600, "tell:0.85")},
+				{ms: 3660, ev: voice(3660, "tell:0.85", "down:1")},
+				{ms: 3720, ev: voice(3720, "tell:0.85", "down:0.4")},
+				{ms: 3999, tick: true},
+				{ms: 4000, tick: true, want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "a sound that starts again after its end is ducked again",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3160, ev: voice(3160, "yeah:0.7")},
+				{ms: 3400, ev: ended(voice(3300, "yeah:0.7"), 3300), want: []string{"unduck 2"}},
+				{ms: 3500, ev: voice(3500, "yeah:0.9", "but:0.4"), want: []string{"duck 2 -12"}},
+				{ms: 3560, ev: voice(3560, "yeah:0.9", "wait:0.6")},
+				{ms: 3620, ev: voice(3620, "yeah:0.9", "wait:0.8"), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "a transcript with confident words after a backchannel verdict is a turn after the agent's",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3160, ev: voice(3160, "the:0.3")},
+				{ms: 3260, ev: speechStart(onset)},
+				{ms: 3390, ev: ended(voice(3290, "the:0.3"), 3290), want: []string{"unduck 2"}},
+				{ms: 3500, ev: speechEnd(3320)},
+				{ms: 3510, ev: final(ended(voice(3290, "the:0.3"), 3290))},
+				{ms: 4100, ev: scoredUtterance("tell me more", "tell:0.8", "me:0.9", "more:0.7")},
+				{ms: 4300, ev: reply(2, "Once upon a time.", false)},
+				{ms: 4310, ev: queued(2, true)},
+				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `user 3 "tell me more"`, "respond 4"}},
+			}),
+			final: SilenceAfterUser,
+		},
+		{
+			name: "a knock the recogniser gives a word to leaves no trace",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3100, ev: sound(onset, SoundNoise, 100, "the:0.9")},
+				{ms: 3260, ev: speechStart(onset)},
+				{ms: 3300, ev: ended(sound(onset, SoundNoise, 250, "the:0.9"), 3250), want: []string{"unduck 2"}},
+				{ms: 3450, ev: speechEnd(3250)},
+				{ms: 3460, ev: final(ended(sound(onset, SoundNoise, 250, "the:0.9"), 3250))},
+				{ms: 4100, ev: scoredUtterance("the", "the:0.9"), want: []string{"noise 2"}},
+				{ms: 4300, ev: reply(2, "Once upon a time.", false)},
+				{ms: 4310, ev: queued(2, true)},
+				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`}},
+			}),
+			final: SilenceAfterAgent,
+		},
+		{
+			name: "evidence without a candidate begins a barge-in",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3100, ev: voice(3100), want: []string{"duck 2 -12"}},
+				{ms: 3160, ev: voice(3160, "wait:1")},
+				{ms: 3260, ev: voice(3260, "wait:1"), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "pausing instead of ducking, with evidence",
+			cfg:  func(c *Config) { c.BargeIn.Hold = HoldPause },
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"pause 2"}},
+				{ms: 3160, ev: voice(3160, "yeah:1")},
+				{ms: 3220, ev: voice(3220, "yeah:1"), want: []string{"resume 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if tt.cfg != nil {
+				tt.cfg(&cfg)
+			}
+			turns := NewTurns(cfg)
+			for i, s := range tt.steps {
+				var acts []Action
+				if s.tick {
+					acts = turns.Tick(at(s.ms))
+				} else {
+					s.ev.At = at(s.ms)
+					acts = turns.Handle(s.ev)
+				}
+				got := describeSoft(acts)
+				if strings.Join(got, "; ") != strings.Join(s.want, "; ") {
+					t.Fatalf("step %d at %d ms: actions %q, want %q", i, s.ms, got, s.want)
+				}
+				if d := turns.Deadline(); !d.IsZero() && !d.After(at(s.ms)) && !s.tick {
+					// A deadline already passed would wake the module at once, for nothing.
+					acts := turns.Tick(at(s.ms))
+					if len(describeSoft(acts)) > 0 {
+						t.Fatalf("step %d at %d ms: a passed deadline %v acts: %q", i, s.ms, d, describeSoft(acts))
+					}
+					if d2 := turns.Deadline(); !d2.IsZero() && !d2.After(at(s.ms)) {
+						t.Fatalf("step %d at %d ms: the deadline stays in the past (%v)", i, s.ms, d2)
+					}
+				}
+			}
+			if turns.State() != tt.final {
+				t.Errorf("final state %v, want %v", turns.State(), tt.final)
+			}
+		})
+	}
+}

@@ -1,0 +1,406 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/parley-voice/parley/dialogue"
+	"go.uber.org/zap"
+)
+
+// Soft barge-ins: at the first sound of the user the agent's voice is ducked, not
+// stopped (hold in bargein.go), and the overlap module's evidence about the sound —
+// decodes of it every few tens of milliseconds, its acoustics, its length — decides
+// early whether it is a real interruption (the agent stops) or a backchannel or noise
+// (the voice comes back to full volume, and the agent never stopped). What the sound
+// was is remembered for its transcript, which becomes a backchannel in the history,
+// not a user turn.
+
+// SoundKind is the overlap module's acoustic judgement of a sound.
+type SoundKind uint8
+
+const (
+	SoundUnknown SoundKind = iota
+	// SoundNoise: not a voice (a cough, a knock, a rustle).
+	SoundNoise
+	// SoundHum: a voice with the mouth closed ("mm-hmm", "hmm").
+	SoundHum
+	// SoundVoice: a voice, speech.
+	SoundVoice
+)
+
+func (k SoundKind) String() string {
+	switch k {
+	case SoundNoise:
+		return "noise"
+	case SoundHum:
+		return "hum"
+	case SoundVoice:
+		return "voice"
+	}
+	return "unknown"
+}
+
+// ScoredWord is a recognised word with the recogniser's confidence (0–1; 0: none given).
+type ScoredWord struct {
+	Text       string
+	Confidence float32
+}
+
+// OverlapSound is the overlap module's evidence so far about a sound the user makes
+// while the agent is audible (see package overlap).
+type OverlapSound struct {
+	// Onset is when the sound began (clock time).
+	Onset time.Time
+	Kind  SoundKind
+	// Words is the latest decode of the sound; DecodedTo how much of the sound it covered
+	// and Decodes how many decodes there were (a new number: a new decode).
+	Words     []ScoredWord
+	DecodedTo time.Duration
+	Decodes   int
+	// Ended: the sound has stopped (at End); it may start again until Final.
+	Ended bool
+	End   time.Time
+	// Dropped: the VAD withdrew it as too short to be speech.
+	Dropped bool
+	// Final: the module's last word on the sound.
+	Final bool
+}
+
+// Duck lowers the agent's voice of turn TurnID to Gain dB while a barge-in is weighed.
+type Duck struct {
+	TurnID int
+	Gain   float64
+	Reason string
+}
+
+// AppendBackchannel stores a backchannel the user gave during agent turn TurnID: it
+// follows that turn in the history. Without Text it stores nothing: the utterance was
+// noise over the agent (a cough the recogniser gave a word to), and is no turn either.
+type AppendBackchannel struct {
+	TurnID int
+	Text   string
+	Sound  SoundKind
+	// Start and End span the user's sound on the session's timeline.
+	Start, End time.Duration
+}
+
+// verdict is what a sound over the agent turned out to be when it did not interrupt,
+// kept for its transcript.
+type verdict struct {
+	agentTurn int
+	kind      SoundKind
+	words     []ScoredWord // the evidence's last decode
+	noise     bool
+}
+
+// handleSound takes the overlap module's evidence.
+func (t *Turns) handleSound(ev Event, acts []Action) []Action {
+	s := ev.Sound
+	b := t.barge
+	if b == nil {
+		if !t.agentActive() || !t.cfg.BargeIn.Enabled || s.Final || s.Dropped || s.Ended {
+			return acts
+		}
+		// Evidence of a sound the VAD's candidate did not announce here (the agent
+		// became audible in between): a barge-in all the same.
+		t.barge = &bargeIn{onset: s.Onset, open: true, tentative: true}
+		t.verdict = nil
+		b = t.barge
+		acts = t.hold(acts, "user sound over the agent")
+	}
+	if b.resolved {
+		return acts
+	}
+	if b.sound != nil && s.Decodes != b.sound.Decodes {
+		b.prev2, b.prev = b.prev, b.sound.Words
+	}
+	b.sound = s
+	return t.evaluateBargeIn(ev.At, acts)
+}
+
+// weighSound applies the evidence rules (EvidenceConfig) to the barge-in's sound.
+func (t *Turns) weighSound(now time.Time, acts []Action) []Action {
+	b := t.barge
+	s := b.sound
+	cfg := t.cfg.BargeIn
+	if s.Dropped {
+		return t.settleSound(acts, "noise, not speech")
+	}
+	if cfg.MaxBackchannel > 0 && !now.Before(b.onset.Add(cfg.MaxBackchannel)) {
+		b.longChecked = true
+	}
+	if reason := t.interruption(now); reason != "" {
+		return t.interrupt(acts, reason)
+	}
+	switch {
+	case s.Final:
+		return t.settleSound(acts, "backchannel or noise")
+	case s.Ended:
+		return t.release(acts, "the sound ended")
+	case t.backchannelHeard(s, b.prev):
+		return t.release(acts, "a backchannel")
+	case s.Kind == SoundNoise || s.Kind == SoundUnknown:
+		return acts
+	}
+	// The sound goes on (again): soft again.
+	return t.hold(acts, "the sound goes on")
+}
+
+// interruption returns why the sound is a real interruption, or "".
+func (t *Turns) interruption(now time.Time) string {
+	b := t.barge
+	s := b.sound
+	cfg := t.cfg.BargeIn
+	ev := cfg.Evidence
+	if s.Kind != SoundVoice && s.Kind != SoundHum {
+		return "" // not a voice (yet): "stop" begins unvoiced, and its vowel decides
+	}
+	switch {
+	case s.DecodedTo >= ev.KeywordSound && t.hasInterruptWord(s.Words, ev.KeywordConfidence):
+		return "barge-in: an interrupt word"
+	case t.hasInterruptWord(s.Words, 0) && t.hasInterruptWord(b.prev, 0):
+		return "barge-in: interrupt words in two decodes"
+	}
+	// Words (other than interrupt words) count once three decodes in a row agree on them,
+	// from the first on: a long hum decodes into a drift of short words, some of them
+	// confident, after a doubtful start.
+	stable := t.confidentLead(s.Words, b.prev, b.prev2)
+	switch {
+	case stable >= 2:
+		return "barge-in: confident words"
+	case s.Kind == SoundVoice && b.longChecked && !s.Ended && stable >= 1:
+		return "barge-in: too long for a backchannel"
+	}
+	return ""
+}
+
+// settleSound ends a barge-in that was no interruption: the voice comes back, and what
+// the sound was is kept for its transcript.
+func (t *Turns) settleSound(acts []Action, reason string) []Action {
+	b := t.barge
+	s := b.sound
+	v := &verdict{agentTurn: t.agent.id, kind: s.Kind, words: s.Words,
+		noise: s.Dropped || s.Kind == SoundNoise || s.Kind == SoundUnknown}
+	acts = t.resume(acts, reason)
+	t.verdict = v
+	return acts
+}
+
+// hasInterruptWord reports whether words open with an interrupt word at least minConf
+// confident: an interruption begins with it ("stop", "wait, …", "no, I meant …"), or
+// follows a confident backchannel ("yeah, but wait"). An interrupt word after other
+// words is more likely a decode's guess at a hum or a mumble.
+func (t *Turns) hasInterruptWord(words []ScoredWord, minConf float32) bool {
+	bcConf := t.cfg.BargeIn.Evidence.BackchannelConfidence
+	for _, w := range words {
+		nw := normalizeWord(w.Text)
+		if t.interrupts[nw] {
+			return w.Confidence >= minConf
+		}
+		if !t.backWords[nw] || w.Confidence < bcConf {
+			return false
+		}
+	}
+	return false
+}
+
+// confidentLead counts the real words (not part of any backchannel) that open the
+// decodes cur, prev and prev2 alike, each at least WordConfidence confident in cur:
+// counting stops at the first word that is neither such a word nor a confident
+// backchannel.
+func (t *Turns) confidentLead(cur, prev, prev2 []ScoredWord) int {
+	ev := t.cfg.BargeIn.Evidence
+	n := 0
+	for i := 0; i < len(cur) && i < len(prev) && i < len(prev2); i++ {
+		w := normalizeWord(cur[i].Text)
+		if w != normalizeWord(prev[i].Text) || w != normalizeWord(prev2[i].Text) {
+			break
+		}
+		switch {
+		case t.backWords[w] && cur[i].Confidence >= ev.BackchannelConfidence:
+		case !t.backWords[w] && lexical(w) && cur[i].Confidence >= ev.WordConfidence:
+			n++
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// stableRealWords counts the real words (not part of any backchannel) at least minConf
+// confident that two decodes in a row agree on (their common prefix).
+func (t *Turns) stableRealWords(cur, prev []ScoredWord, minConf float32) int {
+	n := 0
+	for i := 0; i < len(cur) && i < len(prev); i++ {
+		w := normalizeWord(cur[i].Text)
+		if w != normalizeWord(prev[i].Text) {
+			break
+		}
+		if !t.backWords[w] && cur[i].Confidence >= minConf {
+			n++
+		}
+	}
+	return n
+}
+
+// backchannelHeard reports whether the evidence already says backchannel: two decodes
+// in a row with the same words, all of them backchannel words at least
+// BackchannelConfidence confident; or a hum with no word that would interrupt.
+func (t *Turns) backchannelHeard(s *OverlapSound, prev []ScoredWord) bool {
+	ev := t.cfg.BargeIn.Evidence
+	if s.Kind == SoundHum && s.DecodedTo >= ev.KeywordSound && !t.hasInterruptWord(s.Words, 0) &&
+		t.stableRealWords(s.Words, prev, ev.WordConfidence) == 0 {
+		return true
+	}
+	if len(s.Words) == 0 || prev == nil || !sameScored(s.Words, prev) {
+		return false
+	}
+	texts := make([]string, len(s.Words))
+	whole := true // every word a backchannel of its own
+	for i, w := range s.Words {
+		texts[i] = normalizeWord(w.Text)
+		if !t.backWords[texts[i]] || w.Confidence < ev.BackchannelConfidence {
+			return false
+		}
+		whole = whole && t.backs[texts[i]]
+	}
+	// "i" alone is only the start of "i see".
+	if !whole && !t.backs[strings.Join(texts, " ")] {
+		return false
+	}
+	return s.Kind == SoundVoice || s.Kind == SoundHum
+}
+
+// lexical reports whether a recognised word can be a real word: recognisers render hums
+// as strings of letters ("m m h m m").
+func lexical(w string) bool { return len([]rune(w)) > 1 || w == "a" || w == "i" }
+
+func sameScored(a, b []ScoredWord) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if normalizeWord(a[i].Text) != normalizeWord(b[i].Text) {
+			return false
+		}
+	}
+	return true
+}
+
+// backchannelOf decides whether the user's utterance is a backchannel: it is when the
+// evidence found its sound no interruption (unless the transcript of a voice holds two
+// different confident real words: then it is a turn of its own, after the agent's), or,
+// without evidence,
+// when it overlapped the agent and holds only backchannels. It returns the text to store
+// (empty for noise: nothing is stored) and whether the utterance is no turn.
+func (t *Turns) backchannelOf(u *Utterance, overlap bool) (*AppendBackchannel, bool) {
+	v := t.verdict
+	t.verdict = nil
+	text := strings.TrimSpace(u.Text)
+	if v == nil {
+		if overlap && t.agent != nil && !t.agent.interrupted && t.onlyBackchannels(strings.Fields(text)) {
+			return &AppendBackchannel{TurnID: t.agent.id, Text: text, Sound: SoundVoice, Start: u.Start, End: u.End}, true
+		}
+		return nil, false
+	}
+	ev := t.cfg.BargeIn.Evidence
+	real := map[string]bool{}
+	var backs []string
+	for _, w := range u.Words {
+		nw := normalizeWord(w.Text)
+		switch {
+		case nw == "":
+		case t.backWords[nw]:
+			backs = append(backs, nw)
+		case w.Confidence >= ev.TurnWordConfidence && lexical(nw):
+			real[nw] = true
+		}
+	}
+	if v.kind == SoundVoice && len(real) >= 2 {
+		return nil, false
+	}
+	if len(backs) == 0 {
+		for _, w := range v.words {
+			if nw := normalizeWord(w.Text); t.backWords[nw] {
+				backs = append(backs, nw)
+			}
+		}
+	}
+	bc := &AppendBackchannel{TurnID: v.agentTurn, Text: strings.Join(backs, " "), Sound: v.kind, Start: u.Start, End: u.End}
+	if bc.Text == "" && !v.noise {
+		bc.Text = t.cfg.BargeIn.HumText
+	}
+	return bc, true // a cough, a knock: no text, nothing to keep
+}
+
+// recordBackchannel stores a backchannel after the agent turn it accompanied: at once
+// when that turn is closed, otherwise when it closes. A noise (no text) is stored
+// nowhere; the action only says so at once.
+func (t *Turns) recordBackchannel(bc *AppendBackchannel, acts []Action) []Action {
+	if bc == nil {
+		return acts
+	}
+	if a := t.agent; a != nil && a.id == bc.TurnID && bc.Text != "" {
+		t.pendingBackchannels = append(t.pendingBackchannels, bc)
+		return acts
+	}
+	return append(acts, Action{AppendBackchannel: bc})
+}
+
+// flushBackchannels stores the backchannels that waited for their agent turn to close.
+func (t *Turns) flushBackchannels(acts []Action) []Action {
+	for _, bc := range t.pendingBackchannels {
+		acts = append(acts, Action{AppendBackchannel: bc})
+	}
+	t.pendingBackchannels = nil
+	return acts
+}
+
+// UserTurn is the payload of the manager's user-turn IUs (kind "user-turn", ADD and
+// COMMIT in one batch): the history stored a user utterance, as a turn or as a
+// backchannel — or, for a backchannel without Text, a noise over the agent that nothing
+// keeps. Every utterance with words ends in one. Consoles print it, so that they show
+// what the history keeps.
+type UserTurn struct {
+	// TurnID is the user's turn, or for a backchannel the agent turn it accompanied.
+	TurnID int
+	Text   string
+	// Backchannel: not a turn, an acknowledgement while the agent spoke; Sound says what
+	// the overlap module heard (hum, voice).
+	Backchannel bool
+	Sound       SoundKind
+	// Start and End span the user's speech on the session's timeline.
+	Start, End time.Duration
+}
+
+// Kind implements iu.Payload.
+func (UserTurn) Kind() string { return "user-turn" }
+
+// Summary implements iu.Payload.
+func (u UserTurn) Summary() string {
+	if u.Backchannel && u.Text == "" {
+		return fmt.Sprintf("noise (%s) during turn %d, not stored", u.Sound, u.TurnID)
+	}
+	if u.Backchannel {
+		return fmt.Sprintf("backchannel %q (%s) during turn %d", u.Text, u.Sound, u.TurnID)
+	}
+	return fmt.Sprintf("user turn %d %q", u.TurnID, u.Text)
+}
+
+// backchannel stores a backchannel and tells the network (a noise only the latter).
+func (c *conversation) backchannel(ctx context.Context, bc *AppendBackchannel) error {
+	if bc.Text == "" {
+		c.log.Info("noise over the agent, not stored", zap.Int("agent_turn", bc.TurnID), zap.Stringer("sound", bc.Sound))
+		return c.send(ctx, UserTurn{TurnID: bc.TurnID, Backchannel: true, Sound: bc.Sound, Start: bc.Start, End: bc.End})
+	}
+	u := dialogue.Utterance{Speaker: dialogue.User, Text: bc.Text, TurnID: bc.TurnID, Backchannel: true}
+	if err := c.m.store.AppendUtterance(ctx, u); err != nil {
+		return fmt.Errorf("manager: storing a backchannel during turn %d: %w", bc.TurnID, err)
+	}
+	c.m.transcript = append(c.m.transcript, Entry{Speaker: dialogue.User, TurnID: bc.TurnID, Text: bc.Text, Backchannel: true, Start: bc.Start, End: bc.End})
+	c.log.Info("backchannel", zap.Int("agent_turn", bc.TurnID), zap.String("text", bc.Text), zap.Stringer("sound", bc.Sound))
+	return c.send(ctx, UserTurn{TurnID: bc.TurnID, Text: bc.Text, Backchannel: true, Sound: bc.Sound, Start: bc.Start, End: bc.End})
+}

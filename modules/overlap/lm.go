@@ -1,0 +1,187 @@
+package overlap
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"unicode"
+)
+
+// Vocabulary is what the overlap recogniser can hear. A decode of a sound cut short
+// snaps to the nearest word it knows, so the vocabulary is small and holds the words
+// that matter at the start of an overlap: the backchannels, the words that open an
+// interruption, and common words for the rest.
+type Vocabulary struct {
+	// Backchannels ("yeah", "mm-hmm", "i see", ...): phrases are split into words.
+	Backchannels []string
+	// Interrupt are the words that open interruptions ("stop", "wait", "no", ...).
+	Interrupt []string
+	// Common are other words (DefaultWords when empty).
+	Common []string
+}
+
+// DefaultWords are common English words for the overlap vocabulary: sentence openers,
+// function words and frequent verbs.
+var DefaultWords = strings.Fields(`the a an and but or so if then that this these those it its is are was were
+be been am do does did done have has had will would can could should may might must not don't can't
+won't isn't it's that's i'm you're we're you me my your we us our they them their he him his she her
+there here now just only also very really too more most some any all one two other another again
+back up down out in on at to of for with about from by into over after before tell say said know
+think mean meant want like go going come get got make take give look let please thank thanks well
+good great bad time story dragon happened happen next first last different wrong question answer
+something nothing anything everything thing little big old new day kind lot much many few
+second minute moment bit`)
+
+// boost is how much likelier than a common word a backchannel or interrupt word is.
+const boost = 3.0
+
+// WriteLM writes v as a unigram language model in ARPA format, which pocketsphinx loads
+// as its "lm". Words are lowercased and deduplicated; words that cannot be LM tokens
+// (spaces, control characters) are left out.
+func WriteLM(w io.Writer, v Vocabulary) error {
+	common := v.Common
+	if len(common) == 0 {
+		common = DefaultWords
+	}
+	weight := map[string]float64{}
+	var order []string
+	add := func(phrases []string, wt float64) {
+		for _, ph := range phrases {
+			for _, word := range strings.Fields(strings.ToLower(ph)) {
+				if !validToken(word) {
+					continue
+				}
+				if _, ok := weight[word]; !ok {
+					order = append(order, word)
+				}
+				weight[word] = max(weight[word], wt)
+			}
+		}
+	}
+	add(v.Backchannels, boost)
+	add(v.Interrupt, boost)
+	add(common, 1)
+	if len(order) == 0 {
+		return fmt.Errorf("overlap: empty vocabulary")
+	}
+	var total float64
+	for _, wt := range weight {
+		total += wt
+	}
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, "\\data\\\nngram 1=%d\n\n\\1-grams:\n", len(order)+2)
+	fmt.Fprintf(b, "-99.0000 <s>\n")
+	fmt.Fprintf(b, "%.4f </s>\n", math.Log10(1/float64(len(order))))
+	for _, word := range order {
+		fmt.Fprintf(b, "%.4f %s\n", math.Log10(weight[word]/total), word)
+	}
+	fmt.Fprintf(b, "\n\\end\\\n")
+	return b.Flush()
+}
+
+func validToken(w string) bool {
+	if w == "" || w == "<s>" || w == "</s>" {
+		return false
+	}
+	for _, r := range w {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// Truncated pronunciations let a decode name an interrupt word before its last sound
+// has been heard ("stop" from "sto"): for each interrupt word of at least minPhones
+// phones, WriteDict adds variants without its last truncate phones (keeping at least
+// keepPhones). Shorter truncations ("S T" for "stop") match the starts of backchannels
+// ("see") too often.
+const (
+	minPhones  = 4
+	keepPhones = 3
+	truncate   = 1
+)
+
+// WriteDict writes a pronunciation dictionary for v (pocketsphinx's format, "word PH1
+// PH2 ..." with alternates as "word(2) ..."), taking the pronunciations from dict (the
+// same format, such as pocketsphinx's cmudict-en-us.dict). Interrupt words get extra,
+// truncated pronunciations, so that a decode of a sound cut short can already name them.
+// Words dict does not know are left out.
+func WriteDict(w io.Writer, v Vocabulary, dict io.Reader) error {
+	want := map[string]bool{}
+	interrupt := map[string]bool{}
+	common := v.Common
+	if len(common) == 0 {
+		common = DefaultWords
+	}
+	for _, list := range [][]string{v.Backchannels, v.Interrupt, common} {
+		for _, ph := range list {
+			for _, word := range strings.Fields(strings.ToLower(ph)) {
+				want[word] = true
+			}
+		}
+	}
+	for _, ph := range v.Interrupt {
+		for _, word := range strings.Fields(strings.ToLower(ph)) {
+			interrupt[word] = true
+		}
+	}
+	prons := map[string][][]string{}
+	var order []string
+	sc := bufio.NewScanner(dict)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 {
+			continue
+		}
+		word := f[0]
+		if i := strings.IndexByte(word, '('); i > 0 {
+			word = word[:i]
+		}
+		if !want[word] {
+			continue
+		}
+		if _, ok := prons[word]; !ok {
+			order = append(order, word)
+		}
+		prons[word] = append(prons[word], f[1:])
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("overlap: dictionary: %w", err)
+	}
+	if len(order) == 0 {
+		return fmt.Errorf("overlap: the dictionary knows none of the vocabulary")
+	}
+	b := bufio.NewWriter(w)
+	for _, word := range order {
+		seen := map[string]bool{}
+		var all [][]string
+		add := func(p []string) {
+			if k := strings.Join(p, " "); !seen[k] {
+				seen[k] = true
+				all = append(all, p)
+			}
+		}
+		for _, p := range prons[word] {
+			add(p)
+		}
+		if interrupt[word] {
+			for _, p := range prons[word] {
+				for cut := 1; cut <= truncate && len(p) >= minPhones && len(p)-cut >= keepPhones; cut++ {
+					add(p[:len(p)-cut])
+				}
+			}
+		}
+		for i, p := range all {
+			name := word
+			if i > 0 {
+				name = fmt.Sprintf("%s(%d)", word, i+1)
+			}
+			fmt.Fprintf(b, "%s %s\n", name, strings.Join(p, " "))
+		}
+	}
+	return b.Flush()
+}

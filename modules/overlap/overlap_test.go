@@ -1,0 +1,357 @@
+package overlap
+
+import (
+	"bufio"
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/internal/voices"
+	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/vad"
+)
+
+// vowel synthesises an open vowel ("ah"): glottal pulses at f0 through formants at 700,
+// 1200 and 2600 Hz.
+func vowel(f0 float64, dur time.Duration, level float64) []float32 {
+	n := int(audio.DurationToSamples(dur, 16000))
+	type res struct{ a1, a2, g, y1, y2 float64 }
+	mk := func(f, bw float64) *res {
+		r := math.Exp(-math.Pi * bw / 16000)
+		return &res{a1: 2 * r * math.Cos(2*math.Pi*f/16000), a2: -r * r, g: 1 - r}
+	}
+	rs := []*res{mk(700, 80), mk(1200, 90), mk(2600, 120)}
+	gains := []float64{1, 0.7, 0.3}
+	out := make([]float32, n)
+	phase, peak := 0.0, 0.0
+	tmp := make([]float64, n)
+	for i := range tmp {
+		phase += f0 / 16000
+		src := 0.0
+		if phase >= 1 {
+			phase--
+			src = 1
+		}
+		for j, r := range rs {
+			y := r.g*src + r.a1*r.y1 + r.a2*r.y2
+			r.y2, r.y1 = r.y1, y
+			tmp[i] += gains[j] * y
+		}
+		peak = max(peak, math.Abs(tmp[i]))
+	}
+	for i := range tmp {
+		out[i] = float32(tmp[i] / peak * level)
+	}
+	return out
+}
+
+func judgeOf(s []float32) Sound {
+	a := newAnalyzer()
+	var ac acoustics
+	a.push(s, ac.add)
+	k, _, _ := ac.judge()
+	return k
+}
+
+func TestAcoustics(t *testing.T) {
+	tests := []struct {
+		name  string
+		sound []float32
+		want  Sound
+	}{
+		{"a hummed mm-hmm", voices.Hum(voices.MmHmm, 110, 0.5), Hum},
+		{"a high hmm", voices.Hum(voices.Hmm, 210, 0.3), Hum},
+		{"mhm", voices.Hum(voices.Mhm, 150, 0.5), Hum},
+		{"an open vowel", vowel(120, 400*time.Millisecond, 0.5), Voice},
+		{"a cough", voices.Cough(1, 0.5), Noise},
+		{"a burst of noise", voices.Noise(2, 0.2, 0.5), Noise},
+		{"knocks", voices.Knock(3, 3, 0.5), Noise},
+		{"too short to say", vowel(120, 50*time.Millisecond, 0.5), Unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := judgeOf(tt.sound); got != tt.want {
+				a := newAnalyzer()
+				var ac acoustics
+				a.push(tt.sound, ac.add)
+				_, v, h := ac.judge()
+				t.Errorf("judged %v (voiced %.2f, hum-like %.2f), want %v", got, v, h, tt.want)
+			}
+		})
+	}
+}
+
+func TestWriteLM(t *testing.T) {
+	var b strings.Builder
+	v := Vocabulary{Backchannels: []string{"Yeah", "I see", "yeah"}, Interrupt: []string{"stop"}, Common: []string{"the", "bad\x00token", "see"}}
+	if err := WriteLM(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(b.String()))
+	var words []string
+	probs := map[string]float64{}
+	declared := -1
+	for sc.Scan() {
+		line := sc.Text()
+		if n, ok := strings.CutPrefix(line, "ngram 1="); ok {
+			declared, _ = strconv.Atoi(n)
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 || strings.HasPrefix(f[0], "\\") || f[0] == "ngram" {
+			continue
+		}
+		p, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		words = append(words, f[1])
+		probs[f[1]] = p
+	}
+	if got := strings.Join(words, " "); got != "<s> </s> yeah i see stop the" {
+		t.Fatalf("unigrams %q", got)
+	}
+	if declared != len(words) {
+		t.Errorf("header declares %d unigrams, the file has %d", declared, len(words))
+	}
+	var total float64
+	for _, w := range words[2:] {
+		total += math.Pow(10, probs[w])
+	}
+	if math.Abs(total-1) > 1e-3 {
+		t.Errorf("word probabilities sum to %g", total)
+	}
+	if probs["stop"] <= probs["the"] || probs["see"] != probs["yeah"] {
+		t.Errorf("backchannels and interrupt words are not boosted: %v", probs)
+	}
+	if err := WriteLM(&b, Vocabulary{Common: []string{" "}}); err == nil {
+		t.Error("an empty vocabulary was accepted")
+	}
+}
+
+// scripted is a Recognizer that answers by the length of the audio it is given: the
+// words of the longest script entry not longer than it.
+type scripted struct {
+	mu      sync.Mutex
+	entries []scriptEntry
+	calls   []int // lengths decoded
+}
+
+type scriptEntry struct {
+	from  int // samples
+	words string
+}
+
+func (s *scripted) FinalOf(_ context.Context, samples []float32) (asr.Hypothesis, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, len(samples))
+	var h asr.Hypothesis
+	for _, e := range s.entries {
+		if len(samples) >= e.from {
+			h = asr.Hypothesis{}
+			for _, w := range strings.Fields(e.words) {
+				h.Words = append(h.Words, asr.HypWord{Text: w, Confidence: 0.9})
+			}
+		}
+	}
+	return h, nil
+}
+
+// feed is a test producer standing in for the source and the VAD: it sends 20 ms audio
+// frames of samples as they would be spoken, and the VAD's IUs at the given times.
+func feed(samples []float32, vadEvents map[time.Duration]func(*iu.Ports, map[string]iu.IU) []iu.Update) iu.Module {
+	return iu.ModuleFunc{ModuleName: "src", Fn: func(ctx context.Context, p *iu.Ports) error {
+		start := p.Now()
+		ius := map[string]iu.IU{}
+		const frame = 320
+		for i := 0; i < len(samples); i += frame {
+			end := min(i+frame, len(samples))
+			at := start.Add(audio.SamplesToDuration(int64(end), 16000))
+			for p.Now().Before(at) {
+				if _, err := p.Next(ctx, at); err != nil {
+					return err
+				}
+			}
+			u := p.NewIU(audio.Frame{Rate: 16000, Channels: 1, Start: int64(i), Samples: samples[i:end]})
+			ups := []iu.Update{iu.AddOf(u), iu.CommitOf(u)}
+			if ev, ok := vadEvents[audio.SamplesToDuration(int64(end), 16000)]; ok {
+				ups = append(ups, ev(p, ius)...)
+			}
+			if err := p.Send(ctx, ups...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+}
+
+type seen struct {
+	at  time.Duration
+	typ iu.UpdateType
+	ev  Evidence
+	gr  []iu.ID
+}
+
+func sink(out *[]seen, start time.Time) iu.Module {
+	return iu.ModuleFunc{ModuleName: "sink", Fn: func(ctx context.Context, p *iu.Ports) error {
+		for {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil {
+				return err
+			}
+			switch ev.Kind {
+			case iu.EventInputDone:
+				return nil
+			case iu.EventMessage:
+				for _, up := range ev.Message.Updates {
+					if e, ok := up.IU.Payload.(Evidence); ok {
+						*out = append(*out, seen{at: p.Now().Sub(start), typ: up.Type, ev: e, gr: up.IU.GroundedIn})
+					}
+				}
+			}
+		}
+	}}
+}
+
+func run(t *testing.T, rec Recognizer, samples []float32, vadEvents map[time.Duration]func(*iu.Ports, map[string]iu.IU) []iu.Update) []seen {
+	t.Helper()
+	start := time.Unix(1000, 0)
+	clk := clock.NewVirtual(start)
+	defer clk.Close()
+	net := iu.NewNetwork(iu.WithClock(clk))
+	cfg := DefaultConfig()
+	cfg.Enabled = true
+	m, err := New("overlap", cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []seen
+	if err := net.Add(feed(samples, vadEvents), m, sink(&got, start)); err != nil {
+		t.Fatal(err)
+	}
+	if err := net.ConnectNames("src", "overlap"); err != nil {
+		t.Fatal(err)
+	}
+	if err := net.ConnectNames("overlap", "sink"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := net.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// TestModuleFollowsASound: a vowel over the agent from 0.5 s to 0.9 s, announced by the
+// VAD's candidate and confirmed as a segment: the evidence IU is grounded in the
+// candidate, decodes come every hop from the first-decode length with the pre-roll, the
+// sound ends after the end silence, and the IU is committed when the segment ends.
+func TestModuleFollowsASound(t *testing.T) {
+	samples := make([]float32, 16000*2)
+	copy(samples[8000:], vowel(130, 400*time.Millisecond, 0.5))
+	rec := &scripted{entries: []scriptEntry{{0, ""}, {16 * 300, "stop"}}}
+	var candidate iu.ID
+	events := map[time.Duration]func(*iu.Ports, map[string]iu.IU) []iu.Update{
+		ms(540): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
+			ius["cand"] = p.NewIU(vad.Candidate{Start: ms(470), Overlap: true})
+			candidate = ius["cand"].ID
+			return []iu.Update{iu.AddOf(ius["cand"])}
+		},
+		ms(800): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
+			ius["seg"] = p.NewIU(vad.Segment{Start: ms(470), Overlap: true})
+			return []iu.Update{iu.CommitOf(ius["cand"]), iu.AddOf(ius["seg"])}
+		},
+		ms(1200): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
+			u := ius["seg"]
+			u.Payload = vad.Segment{Start: ms(470), End: ms(930), Overlap: true}
+			return []iu.Update{iu.CommitOf(u)}
+		},
+	}
+	got := run(t, rec, samples, events)
+	if len(got) < 3 || got[0].typ != iu.Add || got[len(got)-1].typ != iu.Commit {
+		t.Fatalf("updates %+v", got)
+	}
+	if len(got[0].gr) != 1 || got[0].gr[0] != candidate {
+		t.Errorf("the evidence is grounded in %v, want the candidate", got[0].gr)
+	}
+	if got[0].at != ms(540) || got[0].ev.Start != ms(470) {
+		t.Errorf("first evidence at %v for a sound at %v", got[0].at, got[0].ev.Start)
+	}
+	// Decodes: the first once 100 ms of the sound is in, then every hop (audio comes in
+	// 20 ms frames), each from 150 ms before the sound.
+	preRoll := int(audio.DurationToSamples(ms(150), 16000))
+	rec.mu.Lock()
+	calls := append([]int(nil), rec.calls...)
+	rec.mu.Unlock()
+	if len(calls) < 4 {
+		t.Fatalf("%d decodes", len(calls))
+	}
+	if want := preRoll + 16*100 + 16*10; calls[0] != want {
+		t.Errorf("first decode of %d samples, want %d (pre-roll and the first 100 ms, as frames came)", calls[0], want)
+	}
+	hop := int(audio.DurationToSamples(DefaultConfig().Hop, 16000)+319) / 320 * 320 // in whole frames
+	for i := 1; i < len(calls)-1; i++ {
+		if d := calls[i] - calls[i-1]; d != hop {
+			t.Errorf("decode %d adds %d samples, want one hop (%d)", i, d, hop)
+		}
+	}
+	last := got[len(got)-1].ev
+	if !last.Ended || last.End < ms(900) || last.End > ms(940) {
+		t.Errorf("final evidence %+v: want the sound ended at 0.9 s", last)
+	}
+	if last.Sound != Voice || last.Text() != "stop" || last.Dropped {
+		t.Errorf("final evidence %+v", last)
+	}
+	var endedAt time.Duration
+	for _, s := range got {
+		if s.ev.Ended && endedAt == 0 {
+			endedAt = s.at
+		}
+	}
+	if endedAt < ms(1000) || endedAt > ms(1040) {
+		t.Errorf("the end was reported at %v: want after the 100 ms end silence", endedAt)
+	}
+}
+
+// TestModuleDropsWithdrawnSounds: a knock the VAD withdraws is committed as dropped at
+// once; a candidate while the agent is silent is not followed.
+func TestModuleDropsWithdrawnSounds(t *testing.T) {
+	samples := make([]float32, 16000)
+	copy(samples[4000:], voices.Knock(1, 2, 0.5))
+	rec := &scripted{}
+	events := map[time.Duration]func(*iu.Ports, map[string]iu.IU) []iu.Update{
+		ms(100): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
+			return []iu.Update{iu.AddOf(p.NewIU(vad.Candidate{Start: ms(60), Overlap: false}))}
+		},
+		ms(300): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
+			ius["cand"] = p.NewIU(vad.Candidate{Start: ms(240), Overlap: true})
+			return []iu.Update{iu.AddOf(ius["cand"])}
+		},
+		ms(500): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
+			return []iu.Update{iu.RevokeOf(ius["cand"])}
+		},
+	}
+	got := run(t, rec, samples, events)
+	if len(got) < 2 {
+		t.Fatalf("updates %+v", got)
+	}
+	last := got[len(got)-1]
+	if last.typ != iu.Commit || !last.ev.Dropped || !last.ev.Ended || last.at != ms(500) {
+		t.Errorf("last update %+v", last)
+	}
+	for _, s := range got {
+		if s.ev.Start != ms(240) {
+			t.Errorf("evidence about a sound at %v: the one the agent was silent for must not be followed", s.ev.Start)
+		}
+	}
+}
