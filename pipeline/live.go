@@ -43,6 +43,9 @@ type LiveResult struct {
 	Echo EchoSetup
 	// AECCost is what echo cancellation cost (zero when it was off).
 	AECCost aec.Cost
+	// MicDropped counts the capture frames (at the device's rate) the microphone
+	// dropped because the pipeline fell behind.
+	MicDropped int64
 }
 
 // Live runs the agent on the microphone and the speakers until ctx is cancelled (then
@@ -97,7 +100,7 @@ func Live(ctx context.Context, cfg Config, eng *Engines, opts LiveOptions) (*Liv
 	defer agent.Close()
 	began := time.Now()
 	runErr := agent.Run(ctx)
-	res := &LiveResult{Duration: time.Since(began), Echo: echo}
+	res := &LiveResult{Duration: time.Since(began), Echo: echo, MicDropped: in.Dropped()}
 	if agent.AEC != nil {
 		res.AECCost = agent.AEC.Cost()
 	}
