@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,13 @@ func WithInboxSize(size int) Option {
 // cancelled before their own contexts are cancelled too (2 s by default).
 func WithStopGrace(d time.Duration) Option { return func(n *Network) { n.stopGrace = d } }
 
+// WithCPUAccounting makes the network count the CPU time each module's goroutine and
+// workers use (Network.CPU). Each then runs locked to its own OS thread, whose CPU clock
+// says what the module used, its engines' calls included (but not threads those engines
+// start, such as ggml's OpenMP workers, or an audio device's callback thread). Locked
+// threads make every hand-over between modules a thread switch, so it is for benchmarks.
+func WithCPUAccounting() Option { return func(n *Network) { n.measureCPU = true } }
+
 // Network connects modules. Build it with Add and Connect, then Run it once.
 type Network struct {
 	clock     clock.Clock
@@ -86,6 +94,8 @@ type Network struct {
 	observers []Observer
 	inboxSize int
 	stopGrace time.Duration
+
+	measureCPU bool
 
 	nodes  []*node
 	byName map[string]*node
@@ -102,6 +112,7 @@ type node struct {
 	inbox chan Message
 	live  atomic.Int32  // producers still running
 	done  chan struct{} // closed when the module returned
+	cpu   atomic.Int64  // nanoseconds of CPU its goroutines used (WithCPUAccounting)
 }
 
 // NewNetwork returns an empty network.
@@ -222,6 +233,7 @@ func (n *Network) Run(ctx context.Context) error {
 		p := n.newPorts(nd)
 		go func() {
 			defer wg.Done()
+			defer n.accountCPU(nd)()
 			err := p.run(modCtx)
 			if err != nil && !(modCtx.Err() != nil && errors.Is(err, modCtx.Err())) {
 				fail(nd.module.Name(), err)
@@ -248,6 +260,39 @@ func (n *Network) Run(ctx context.Context) error {
 		<-graceStop
 	}
 	return firstErr
+}
+
+// CPU returns the CPU time each module used so far, by name; nil unless the network was
+// made WithCPUAccounting or the system cannot tell.
+func (n *Network) CPU() map[string]time.Duration {
+	if !n.measureCPU {
+		return nil
+	}
+	if _, ok := threadCPU(); !ok {
+		return nil
+	}
+	out := make(map[string]time.Duration, len(n.nodes))
+	for _, nd := range n.nodes {
+		out[nd.module.Name()] = time.Duration(nd.cpu.Load())
+	}
+	return out
+}
+
+// accountCPU, when the network counts CPU time, locks the calling goroutine to its
+// thread and returns the function that adds what the thread used since to nd's count and
+// unlocks it.
+func (n *Network) accountCPU(nd *node) func() {
+	if !n.measureCPU {
+		return func() {}
+	}
+	runtime.LockOSThread()
+	start, ok := threadCPU()
+	return func() {
+		if end, ok2 := threadCPU(); ok && ok2 {
+			nd.cpu.Add(int64(end - start))
+		}
+		runtime.UnlockOSThread()
+	}
 }
 
 func (n *Network) newPorts(nd *node) *Ports {
@@ -418,6 +463,7 @@ func (p *Ports) Go(fn func()) {
 	go func() {
 		defer p.workers.Done()
 		defer p.end()
+		defer p.net.accountCPU(p.node)()
 		fn()
 	}()
 }

@@ -18,6 +18,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 )
 
@@ -264,4 +265,76 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 		MaxMS  float64 `json:"max_ms"`
 		MeanMS float64 `json:"mean_ms"`
 	}{s.N, f(s.P50), f(s.P90), f(s.Max), f(s.Mean)})
+}
+
+// CPU is what a session cost in CPU time: the process's total and each module's share,
+// over Wall of real time (for a real-time replay, the audio's length).
+type CPU struct {
+	Wall    time.Duration            `json:"-"`
+	Process time.Duration            `json:"-"`
+	Modules map[string]time.Duration `json:"-"`
+}
+
+// Add sums two sessions' costs.
+func (c CPU) Add(o CPU) CPU {
+	out := CPU{Wall: c.Wall + o.Wall, Process: c.Process + o.Process, Modules: map[string]time.Duration{}}
+	for k, v := range c.Modules {
+		out.Modules[k] += v
+	}
+	for k, v := range o.Modules {
+		out.Modules[k] += v
+	}
+	return out
+}
+
+// PerSecond returns d as CPU seconds per second of session (1 = one core busy).
+func (c CPU) PerSecond(d time.Duration) float64 {
+	if c.Wall <= 0 {
+		return 0
+	}
+	return d.Seconds() / c.Wall.Seconds()
+}
+
+// Unattributed is the CPU time no module's own threads used: the engines' worker threads
+// (ggml's OpenMP pool), audio callbacks, the Go runtime's garbage collector.
+func (c CPU) Unattributed() time.Duration {
+	var sum time.Duration
+	for _, v := range c.Modules {
+		sum += v
+	}
+	return max(c.Process-sum, 0)
+}
+
+// MarshalJSON writes the cost as CPU seconds per second of session, in total, per module
+// and unattributed, with the session's length in seconds.
+func (c CPU) MarshalJSON() ([]byte, error) {
+	mods := map[string]float64{}
+	for k, v := range c.Modules {
+		mods[k] = round3(c.PerSecond(v))
+	}
+	return json.Marshal(struct {
+		WallSeconds  float64            `json:"wall_s"`
+		Process      float64            `json:"process_cpu_per_s"`
+		Modules      map[string]float64 `json:"module_cpu_per_s"`
+		Unattributed float64            `json:"unattributed_cpu_per_s"`
+	}{round3(c.Wall.Seconds()), round3(c.PerSecond(c.Process)), mods, round3(c.PerSecond(c.Unattributed()))})
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// WriteCPUTable writes the cost as a table: CPU seconds per second, the busiest first.
+func WriteCPUTable(w io.Writer, title string, c CPU) {
+	fmt.Fprintf(w, "%s: CPU per second of audio (1.0 = one core), %.1f s of audio\n", title, c.Wall.Seconds())
+	names := make([]string, 0, len(c.Modules))
+	for k := range c.Modules {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool { return c.Modules[names[i]] > c.Modules[names[j]] })
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, k := range names {
+		fmt.Fprintf(tw, "  %s\t%.3f\n", k, c.PerSecond(c.Modules[k]))
+	}
+	fmt.Fprintf(tw, "  (engine worker threads, audio callbacks, GC)\t%.3f\n", c.PerSecond(c.Unattributed()))
+	fmt.Fprintf(tw, "  process\t%.3f\n", c.PerSecond(c.Process))
+	tw.Flush()
 }

@@ -75,6 +75,8 @@ type IO struct {
 	EchoCancel bool
 	// EchoDelay is the canceller's delay hint (aec.Config.Delay).
 	EchoDelay time.Duration
+	// MeasureCPU counts each module's CPU time (iu.WithCPUAccounting; benchmarks).
+	MeasureCPU bool
 }
 
 // Agent is a built network with the resources behind it.
@@ -131,7 +133,8 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 			return nil, fmt.Errorf("llm: %w (fix: agent models pull, or set llm.model)", err)
 		}
 		e.closers = append(e.closers, model.Close)
-		cp := llama.ContextParams{NCtx: cfg.LLM.Context, Threads: cfg.LLM.Threads}
+		plan := cfg.Threads()
+		cp := llama.ContextParams{NCtx: cfg.LLM.Context, Threads: plan.LLM, ThreadsBatch: plan.LLMBatch}
 		eng, err := llamacpp.New(model, llamacpp.Config{Context: cp})
 		if err != nil {
 			e.Close()
@@ -145,7 +148,7 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 			e.Context = min(model.ContextTrainSize(), llamacpp.DefaultMaxContext)
 		}
 		log.Info("LLM loaded", zap.String("model", cfg.LLM.Model), zap.String("description", model.Description()),
-			zap.Int("context", e.Context), zap.Int("threads", cfg.LLM.Threads))
+			zap.Int("context", e.Context), zap.Int("threads", plan.LLM), zap.Int("threads_batch", plan.LLMBatch))
 		if needsSummarizer(cfg) {
 			// Summaries run beside replies, so they get their own context on the same weights.
 			sum, err := llamacpp.New(model, llamacpp.Config{Context: cp})
@@ -351,6 +354,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		return fail(fmt.Errorf("vad: %w", err))
 	}
 	a.closers = append(a.closers, closeVAD)
+	asrCfg.Whisper.Threads = cfg.Threads().Whisper
 	asrMod, closeASR, err := openASR(NameASR, asrCfg)
 	if err != nil {
 		return fail(fmt.Errorf("asr: %w", err))
@@ -362,7 +366,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	a.closers = append(a.closers, closeTTS)
 	var overlapMod *overlap.Module
-	if cfg.Overlap.Enabled && cfg.TurnTaking.BargeIn.Enabled {
+	if cfg.Overlap.Enabled && cfg.TurnTaking.BargeIn.Enabled && !io.EchoCancel {
 		m, closeOverlap, err := openOverlap(NameOverlap, cfg.Overlap, cfg.TurnTaking.BargeIn, cfg.ASR.Pocketsphinx)
 		if err != nil {
 			return fail(fmt.Errorf("overlap: %w", err))
@@ -378,6 +382,9 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	if words := cfg.Dialogue.RemoveWords; len(words) > 0 {
 		llmCfg.NewFilter = func() llm.StreamFilter { return dialogue.NewKeywordFilter(words...) }
+	}
+	if cfg.LLM.PiecesAsWords {
+		llmCfg.NewFilter = func() llm.StreamFilter { return &llm.PieceWords{} }
 	}
 	llmCfg.Clauses.MaxWords = cfg.LLM.ClauseMaxWords
 	llmCfg.Prefill = predictive
@@ -399,6 +406,9 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	for _, o := range io.Observers {
 		opts = append(opts, iu.WithObserver(o))
+	}
+	if io.MeasureCPU {
+		opts = append(opts, iu.WithCPUAccounting())
 	}
 	net := iu.NewNetwork(opts...)
 	a.Network = net

@@ -65,6 +65,9 @@ type Config struct {
 	EndOfTurn turnend.Config `yaml:"end_of_turn"`
 	Session   SessionConfig  `yaml:"session"`
 	Logging   logging.Config `yaml:"logging"`
+	// Cores is how many cores the engines' thread plan divides (0: the machine's logical
+	// CPUs); see ThreadPlan and 'agent doctor'.
+	Cores int `yaml:"cores"`
 }
 
 // AudioConfig chooses the sound devices for live use.
@@ -108,8 +111,10 @@ type LLMConfig struct {
 	ServerModel string `yaml:"server_model"`
 	Mode        string `yaml:"mode"`
 	APIKeyEnv   string `yaml:"api_key_env"`
-	// Threads for the llama engine (0: llama.cpp's default).
-	Threads int `yaml:"threads"`
+	// Threads and ThreadsBatch are the llama engine's threads for generating and for
+	// reading prompts (0: the thread plan's, half the cores; see ThreadPlan).
+	Threads      int `yaml:"threads"`
+	ThreadsBatch int `yaml:"threads_batch"`
 	// Context is the context length in tokens (0: the model's, at most 4096). With the
 	// http engine, a server that reports its own (llama-server) is asked at start, and
 	// the smaller of the two is used.
@@ -130,6 +135,9 @@ type LLMConfig struct {
 	// that speech can start (0: no limit; the benchmarks' random-weight models never
 	// write punctuation).
 	ClauseMaxWords int `yaml:"clause_max_words"`
+	// PiecesAsWords speaks every generated piece as one common English word: for models
+	// with random weights (agent bench --realistic), whose text is not speakable.
+	PiecesAsWords bool `yaml:"pieces_as_words"`
 	// StreamClauses speaks each clause as soon as it is complete; false waits for the
 	// whole reply (the turn-based baseline of `agent bench`).
 	StreamClauses bool `yaml:"stream_clauses"`
@@ -348,8 +356,11 @@ func (c Config) Validate() error {
 	default:
 		add("llm", fmt.Errorf("engine %q (want llama or http)", c.LLM.Engine))
 	}
-	if c.LLM.MaxTokens < 0 || c.LLM.Context < 0 || c.LLM.Threads < 0 || c.LLM.ClauseMaxWords < 0 || c.LLM.Timeout < 0 {
-		add("llm", errors.New("max_tokens, context, threads, clause_max_words and timeout must not be negative"))
+	if c.Cores < 0 {
+		add("cores", errors.New("must not be negative (0: the machine's logical CPUs)"))
+	}
+	if c.LLM.MaxTokens < 0 || c.LLM.Context < 0 || c.LLM.Threads < 0 || c.LLM.ThreadsBatch < 0 || c.LLM.ClauseMaxWords < 0 || c.LLM.Timeout < 0 {
+		add("llm", errors.New("max_tokens, context, threads, threads_batch, clause_max_words and timeout must not be negative"))
 	}
 	if c.LLM.Temperature < 0 || c.LLM.TopP < 0 || c.LLM.TopP > 1 || c.LLM.MinP < 0 || c.LLM.MinP > 1 {
 		add("llm", errors.New("sampling: temperature ≥ 0, top_p and min_p in [0, 1]"))

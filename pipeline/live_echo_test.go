@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/internal/pulsetest"
 	"github.com/parley-voice/parley/internal/testenv"
@@ -49,6 +50,7 @@ type liveLaptop struct {
 type stop struct {
 	command control.Command
 	cause   time.Time // the speech candidate's onset (zero: none)
+	at      time.Time // when the manager sent the command
 }
 
 func newLiveLaptop() *liveLaptop {
@@ -56,7 +58,7 @@ func newLiveLaptop() *liveLaptop {
 		audio: map[string][]float32{}}
 }
 
-func (l *liveLaptop) Observe(_ time.Time, m iu.Message) {
+func (l *liveLaptop) Observe(at time.Time, m iu.Message) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, up := range m.Updates {
@@ -78,8 +80,8 @@ func (l *liveLaptop) Observe(_ time.Time, m iu.Message) {
 		case vad.Candidate:
 			l.candidate = l.micTime.Add(pl.Start - audio.SamplesToDuration(l.micStart, audio.PipelineRate))
 		case control.Command:
-			if pl.Action == control.Pause || pl.Action == control.Interrupt {
-				l.stops = append(l.stops, stop{command: pl, cause: l.candidate})
+			if pl.Action == control.Duck || pl.Action == control.Pause || pl.Action == control.Interrupt {
+				l.stops = append(l.stops, stop{command: pl, cause: l.candidate, at: at})
 			}
 		case aec.Status:
 			l.statuses = append(l.statuses, pl.Summary())
@@ -134,9 +136,12 @@ func (l *liveLaptop) selfStops(spans [][2]time.Time) []string {
 	defer l.mu.Unlock()
 	var out []string
 	for _, s := range l.stops {
+		// The user's if its speech began during a recording and the manager yielded
+		// while it played or soon after (the ducks of a sound that goes on come later
+		// than its onset).
 		user := false
 		for _, sp := range spans {
-			user = user || !s.cause.Before(sp[0]) && !s.cause.After(sp[1])
+			user = user || !s.cause.Before(sp[0]) && !s.cause.After(sp[1]) && !s.at.After(sp[1].Add(time.Second))
 		}
 		if !user {
 			out = append(out, fmt.Sprintf("%s (speech from %s)", s.command.Summary(), s.cause.Format("15:04:05.000")))
@@ -347,8 +352,16 @@ func TestLiveEchoThroughPulseAudio(t *testing.T) {
 				interrupted++
 			}
 		}
-		if interrupted != 1 {
+		switch users := userLines(res.Transcript); {
+		case interrupted > 1:
 			t.Errorf("%d interrupted agent turns, want 1 (the barge-in's)", interrupted)
+		case interrupted == 0 && users < 3:
+			// In double talk the canceller may leave too little of the user's voice to
+			// stop the agent in time (docs/MEASUREMENTS.md); the barge-in must then at
+			// least not be lost.
+			t.Errorf("the barge-in neither stopped the agent nor became a user turn (%d user turns)", users)
+		case interrupted == 0:
+			t.Logf("the barge-in did not stop the agent; it became a user turn after it")
 		}
 		t.Logf("echo canceller: %.2f%% of real time (%v for %v of audio)", 100*res.AECCost.RTF(), res.AECCost.Processing, res.AECCost.Audio)
 	})
@@ -426,4 +439,15 @@ func mustPactl(t *testing.T, srv *pulsetest.Server, args ...string) {
 	if _, err := srv.Pactl(context.Background(), args...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// userLines counts the user's lines of a transcript (backchannels aside).
+func userLines(tr []manager.Entry) int {
+	n := 0
+	for _, e := range tr {
+		if e.Speaker == dialogue.User && !e.Backchannel {
+			n++
+		}
+	}
+	return n
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/parley-voice/parley/modules/console"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/tts"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 )
 
 // userTrack renders recordings placed at times (seconds) into one 16 kHz WAV, the way a
@@ -50,6 +52,7 @@ func TestLiveBargeInThroughPulseAudio(t *testing.T) {
 	cfg.LLM.MaxTokens = 48 // a reply long enough to be interrupted in real time
 	cfg.Dialogue.MinWordFraction = 1
 	cfg.Audio.Input, cfg.Audio.Output = "pulse", "pulse"
+	cfg.Audio.EchoCancel = "off"
 	shared := testenv.SharedDir(t)
 	srv := pulsetest.New(t)
 	ctx := context.Background()
@@ -95,7 +98,7 @@ func TestLiveBargeInThroughPulseAudio(t *testing.T) {
 		// Give the agent time to answer the barge-in, then end the session.
 		time.Sleep(8 * time.Second)
 	}()
-	res, err := Live(runCtx, cfg, eng, LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{rec, heard}})
+	res, err := Live(runCtx, cfg, eng, LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{rec, heard}, Logger: zaptest.NewLogger(t, zaptest.Level(zap.DebugLevel))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -48,6 +49,8 @@ type ReplayOptions struct {
 	// Echo, when set, simulates a laptop with this echo path in place of the
 	// scenario's echo block (tests run every scenario on a laptop this way).
 	Echo *room.Config
+	// MeasureCPU counts the CPU time of the process and of each module (ReplayResult.CPU).
+	MeasureCPU bool
 }
 
 // Outcome is what a session left: the conversation as said and heard, its latencies,
@@ -77,6 +80,8 @@ type ReplayResult struct {
 	EchoCancel aec.Decision
 	// AECCost is what echo cancellation cost (zero when it was off).
 	AECCost aec.Cost
+	// CPU is what the replay cost in CPU time (ReplayOptions.MeasureCPU).
+	CPU metrics.CPU
 }
 
 // Replay runs the agent on a recording or scenario.
@@ -116,7 +121,7 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 		return nil, err
 	}
 	aio := IO{Input: input, Speaker: spk, Clock: clk, Logger: log, SessionDir: filepath.Join(opts.OutDir, "session"), Observers: opts.Observers,
-		Echo: echo, EchoCancel: cancel.On}
+		Echo: echo, EchoCancel: cancel.On, MeasureCPU: opts.MeasureCPU}
 	if echo != nil {
 		// The simulated laptop's whole delay lies beyond the speaker's and the input's
 		// timing, as a real device's buffers would not: tell the canceller.
@@ -160,11 +165,14 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 			}
 		}
 	}
-	began := time.Now()
+	began, cpuBefore := time.Now(), processCPU()
 	if err := agent.Run(ctx); err != nil {
 		return nil, err
 	}
 	res := &ReplayResult{OutDir: opts.OutDir, Wall: time.Since(began), EchoCancel: cancel}
+	if opts.MeasureCPU {
+		res.CPU = metrics.CPU{Wall: res.Wall, Process: processCPU() - cpuBefore, Modules: agent.Network.CPU()}
+	}
 	if agent.AEC != nil {
 		res.AECCost = agent.AEC.Cost()
 	}
@@ -275,4 +283,13 @@ func speculationOf(s metrics.Speculation) *metrics.Speculation {
 		return nil
 	}
 	return &s
+}
+
+// processCPU returns the CPU time (user and system) the process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/parley-voice/parley/internal/shapemodels"
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/pipeline"
 	"go.uber.org/zap"
@@ -16,21 +21,59 @@ import (
 func benchCommand() command {
 	return command{
 		Name:    "bench",
-		Summary: "replay a scripted scenario N times in real time; p50/p90 of voice-to-voice and barge-in latency, incremental vs turn-based",
+		Summary: "replay a scripted scenario N times in real time per pipeline (predictive, incremental, turn-based): latency percentiles and CPU per module; --realistic with real-size models",
 		Run:     runBench,
 	}
 }
 
+// realisticConfig is the configuration `agent bench --realistic` starts from; the bench
+// points its llm.model at the shape-true model.
+const realisticConfig = "configs/realistic.yaml"
+
 // benchReport is what `agent bench` measured, as written to bench.json.
 type benchReport struct {
-	Scenario string                              `json:"scenario"`
-	Config   string                              `json:"config"`
-	Runs     int                                 `json:"runs"`
-	Date     time.Time                           `json:"date"`
-	Modes    map[string]map[string]metrics.Stats `json:"modes"`
-	Turns    map[string][]metrics.Turn           `json:"turns"`
+	Scenario string    `json:"scenario"`
+	Config   string    `json:"config"`
+	Runs     int       `json:"runs"`
+	Date     time.Time `json:"date"`
+	// Realistic says the LLM was a shape-true model (Shape; random weights, real cost).
+	Realistic bool   `json:"realistic"`
+	Shape     string `json:"shape,omitempty"`
+	// Machine is where it ran and how the engines shared it.
+	Machine benchMachine `json:"machine"`
+	// Models are the files and engines each role used.
+	Models map[string]string `json:"models"`
+	// Modes holds each pipeline's latency statistics, Turns the exchanges behind them.
+	Modes map[string]map[string]metrics.Stats `json:"modes"`
+	Turns map[string][]metrics.Turn           `json:"turns"`
+	// CPU is each pipeline's CPU time per second of audio, in total and per module.
+	CPU map[string]metrics.CPU `json:"cpu"`
 	// Speculation counts the replies each pipeline prepared ahead (predictive only).
 	Speculation map[string]metrics.Speculation `json:"speculation,omitempty"`
+	// EchoCancellation is the canceller's CPU time per second of audio, per pipeline
+	// (only when the scenario simulates a laptop).
+	EchoCancellation map[string]float64 `json:"echo_cancellation_cpu_per_s,omitempty"`
+	// Live holds, with --live, the same runs through a real PulseAudio server.
+	Live *benchLive `json:"live,omitempty"`
+}
+
+// benchLive is what the live runs measured, per pipeline, beside the replays.
+type benchLive struct {
+	Modes map[string]map[string]metrics.Stats `json:"modes"`
+	Turns map[string][]metrics.Turn           `json:"turns"`
+	// MicDropped counts the microphone frames dropped because the pipeline fell behind.
+	MicDropped map[string]int64 `json:"mic_dropped"`
+	// Devices is what each pipeline's last live run knew of the device path, and Costs
+	// what that adds to the latencies over a replay.
+	Devices map[string]liveDevices `json:"devices"`
+	Costs   map[string][]liveCost  `json:"costs"`
+}
+
+// benchMachine describes the machine and the thread plan of a bench.
+type benchMachine struct {
+	Cores      int                 `json:"cores"`
+	GoMaxProcs int                 `json:"gomaxprocs"`
+	Threads    pipeline.ThreadPlan `json:"threads"`
 }
 
 func runBench(ctx context.Context, a *app, args []string) error {
@@ -40,6 +83,9 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	out := fs.String("o", "", "output directory for bench.json and the replays (default: bench-TIME in the logs directory)")
 	maxTokens := fs.Int("max-tokens", 0, "reply length in tokens (default: the config's llm.max_tokens)")
 	only := fs.String("pipeline", "all", "predictive, incremental, turn-based or all")
+	realistic := fs.Bool("realistic", false, "use an LLM of a real default's shape with random weights (built into the cache by scripts/shape-models) and "+realisticConfig)
+	live := fs.Bool("live", false, "run the scenario also live through a private PulseAudio server (a virtual microphone and speakers) and compare with the replays")
+	shape := fs.String("shape", shapemodels.Qwen25_05B, "the shape --realistic uses ("+shapemodels.Qwen25_05B+", "+shapemodels.Qwen25_05BVocab32k+", "+shapemodels.TinyLlama11B+")")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -53,9 +99,26 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	if *runs < 1 {
 		return usageErrorf("-n must be at least 1")
 	}
+	if *only != "all" && !slices.Contains(pipeline.Pipelines, *only) {
+		return usageErrorf("--pipeline %q: want predictive, incremental, turn-based or all", *only)
+	}
+	if flagSet(fs, "shape") && !*realistic {
+		return usageErrorf("--shape needs --realistic")
+	}
+	if *realistic && !flagSet(fs, "config") {
+		*cfgPath = realisticConfig
+	}
 	cfg, from, err := loadAgentConfig(a, *cfgPath)
 	if err != nil {
 		return err
+	}
+	if *realistic {
+		fmt.Fprintf(a.stdout, "bench: building or finding the %s shape (random weights, real cost)…\n", *shape)
+		path, err := shapemodels.Ensure(ctx, *shape)
+		if err != nil {
+			return fmt.Errorf("--realistic: %w", err)
+		}
+		cfg.LLM.Engine, cfg.LLM.Model = "llama", path
 	}
 	if flagSet(fs, "max-tokens") {
 		if *maxTokens < 0 {
@@ -72,45 +135,71 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	modes := []struct {
-		name string
-		cfg  pipeline.Config
-	}{{pipeline.Predictive, pipeline.WithPipeline(cfg, pipeline.Predictive)}, {pipeline.Incremental, pipeline.WithPipeline(cfg, pipeline.Incremental)},
-		{pipeline.TurnBased, pipeline.WithPipeline(cfg, pipeline.TurnBased)}}
-	report := benchReport{Scenario: scenario, Config: from, Runs: *runs, Date: time.Now().UTC(),
-		Modes: map[string]map[string]metrics.Stats{}, Turns: map[string][]metrics.Turn{}, Speculation: map[string]metrics.Speculation{}}
-	fmt.Fprintf(a.stdout, "bench: %s, %d real-time replay(s) per pipeline, config %s\n", scenario, *runs, from)
-	for _, m := range modes {
-		if *only != "all" && *only != m.name {
+	report := benchReport{Scenario: scenario, Config: from, Runs: *runs, Date: time.Now().UTC(), Realistic: *realistic,
+		Machine: benchMachine{Cores: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0), Threads: cfg.Threads()},
+		Models:  benchModels(cfg),
+		Modes:   map[string]map[string]metrics.Stats{}, Turns: map[string][]metrics.Turn{}, CPU: map[string]metrics.CPU{},
+		Speculation: map[string]metrics.Speculation{}, EchoCancellation: map[string]float64{}}
+	if *realistic {
+		report.Shape = *shape
+	}
+	var lb *liveBench
+	if *live {
+		if lb, err = startLiveBench(ctx, filepath.Join(dir, "pulse"), a.log); err != nil {
+			return fmt.Errorf("--live: %w", err)
+		}
+		defer lb.Close()
+		report.Live = &benchLive{Modes: map[string]map[string]metrics.Stats{}, Turns: map[string][]metrics.Turn{},
+			MicDropped: map[string]int64{}, Devices: map[string]liveDevices{}, Costs: map[string][]liveCost{}}
+	}
+	fmt.Fprintf(a.stdout, "bench: %s, %d real-time replay(s) per pipeline, config %s; threads: %s\n", scenario, *runs, from, report.Machine.Threads)
+	for _, mode := range pipeline.Pipelines {
+		if *only != "all" && *only != mode {
 			continue
 		}
+		mcfg := pipeline.WithPipeline(cfg, mode)
 		var turns []metrics.Turn
+		var cpu metrics.CPU
 		for i := 0; i < *runs; i++ {
-			runDir := filepath.Join(dir, fmt.Sprintf("%s-%d", m.name, i+1))
-			res, err := pipeline.Replay(ctx, m.cfg, eng, pipeline.ReplayOptions{Input: scenario, OutDir: runDir, RealClock: true, Logger: a.log})
+			runDir := filepath.Join(dir, fmt.Sprintf("%s-%d", mode, i+1))
+			res, err := pipeline.Replay(ctx, mcfg, eng, pipeline.ReplayOptions{Input: scenario, OutDir: runDir, RealClock: true, Logger: a.log, MeasureCPU: true})
 			if err != nil {
-				return fmt.Errorf("%s run %d: %w", m.name, i+1, err)
+				return fmt.Errorf("%s run %d: %w", mode, i+1, err)
 			}
 			turns = append(turns, res.Metrics...)
+			cpu = cpu.Add(res.CPU)
 			if res.Speculation.Prepared > 0 {
-				report.Speculation[m.name] = report.Speculation[m.name].Add(res.Speculation)
+				report.Speculation[mode] = report.Speculation[mode].Add(res.Speculation)
 			}
-			a.log.Info("bench run", zap.String("pipeline", m.name), zap.Int("run", i+1), zap.Int("exchanges", len(res.Metrics)))
-			fmt.Fprintf(a.stdout, "  %s run %d: %d exchanges\n", m.name, i+1, len(res.Metrics))
+			if res.AECCost.Audio > 0 {
+				report.EchoCancellation[mode] = res.AECCost.RTF()
+			}
+			a.log.Info("bench run", zap.String("pipeline", mode), zap.Int("run", i+1), zap.Int("exchanges", len(res.Metrics)))
+			fmt.Fprintf(a.stdout, "  %s run %d: %d exchanges\n", mode, i+1, len(res.Metrics))
 		}
-		report.Turns[m.name] = turns
-		report.Modes[m.name] = metrics.Summarize(turns)
+		report.Turns[mode] = turns
+		report.Modes[mode] = metrics.Summarize(turns)
+		report.CPU[mode] = cpu
+		if lb == nil {
+			continue
+		}
+		var liveTurns []metrics.Turn
+		for i := 0; i < *runs; i++ {
+			run, err := lb.Run(ctx, mcfg, eng, scenario, filepath.Join(dir, fmt.Sprintf("%s-live-%d", mode, i+1)))
+			if err != nil {
+				return fmt.Errorf("%s live run %d: %w", mode, i+1, err)
+			}
+			liveTurns = append(liveTurns, run.Result.Metrics...)
+			report.Live.MicDropped[mode] += run.Result.MicDropped
+			report.Live.Devices[mode] = run.Devices
+			report.Live.Costs[mode] = run.Devices.Costs()
+			fmt.Fprintf(a.stdout, "  %s live run %d: %d exchanges\n", mode, i+1, len(run.Result.Metrics))
+		}
+		report.Live.Turns[mode] = liveTurns
+		report.Live.Modes[mode] = metrics.Summarize(liveTurns)
 	}
 	fmt.Fprintln(a.stdout)
-	for _, m := range modes {
-		if s, ok := report.Modes[m.name]; ok {
-			metrics.WriteTable(a.stdout, m.name, s)
-			if sp, ok := report.Speculation[m.name]; ok {
-				fmt.Fprintf(a.stdout, "  prepared replies: %s\n", sp)
-			}
-			fmt.Fprintln(a.stdout)
-		}
-	}
+	report.write(a.stdout)
 	data, err := json.MarshalIndent(report, "", "  ")
 	if err != nil {
 		return err
@@ -124,4 +213,87 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	}
 	fmt.Fprintf(a.stdout, "wrote %s\n", path)
 	return nil
+}
+
+// write prints the report's tables: latencies, prepared replies and CPU per pipeline, and
+// how the pipelines' voice-to-voice times compare.
+func (r benchReport) write(w io.Writer) {
+	for _, mode := range pipeline.Pipelines {
+		s, ok := r.Modes[mode]
+		if !ok {
+			continue
+		}
+		metrics.WriteTable(w, mode, s)
+		if sp, ok := r.Speculation[mode]; ok {
+			fmt.Fprintf(w, "  prepared replies: %s\n", sp)
+		}
+		if c, ok := r.CPU[mode]; ok && c.Wall > 0 {
+			metrics.WriteCPUTable(w, "  "+mode, c)
+		}
+		if e, ok := r.EchoCancellation[mode]; ok {
+			fmt.Fprintf(w, "  echo cancellation: %.4f CPU s per audio s\n", e)
+		}
+		fmt.Fprintln(w)
+	}
+	if r.Live != nil {
+		r.Live.write(w, r.Modes)
+	}
+	p50 := func(mode string) time.Duration { return r.Modes[mode][metrics.VoiceToVoice].P50 }
+	if pred := p50(pipeline.Predictive); pred > 0 {
+		for _, base := range []string{pipeline.Incremental, pipeline.TurnBased} {
+			if b := p50(base); b > 0 {
+				fmt.Fprintf(w, "voice-to-voice p50: predictive %.0f ms = %.2f × %s (%.0f ms)\n", ms(pred), float64(pred)/float64(b), base, ms(b))
+			}
+		}
+	}
+	fmt.Fprintf(w, "machine: %d cores; threads: %s\n", r.Machine.Cores, r.Machine.Threads)
+	for _, role := range []string{"vad", "asr", "llm", "tts"} {
+		fmt.Fprintf(w, "  %s: %s\n", role, r.Models[role])
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// benchModels names the engine and model of each role of cfg.
+func benchModels(cfg pipeline.Config) map[string]string {
+	asrModel := cfg.ASR.Engine
+	if cfg.ASR.Engine == "whisper" {
+		asrModel += " " + cfg.ASR.Whisper.Model
+	}
+	llmModel := cfg.LLM.Engine + " " + cfg.LLM.Model
+	if cfg.LLM.Engine == "http" {
+		llmModel = cfg.LLM.Engine + " " + cfg.LLM.URL
+	}
+	return map[string]string{
+		"vad": "silero " + cfg.VAD.Model,
+		"asr": asrModel,
+		"llm": llmModel,
+		"tts": "espeak-ng " + cfg.TTS.Voice,
+	}
+}
+
+// write prints the live runs' latencies against the replays' (p50), with what the device
+// path explains of the difference.
+func (l *benchLive) write(w io.Writer, replay map[string]map[string]metrics.Stats) {
+	for _, mode := range pipeline.Pipelines {
+		s, ok := l.Modes[mode]
+		if !ok {
+			continue
+		}
+		metrics.WriteTable(w, mode+" (live, PulseAudio)", s)
+		fmt.Fprintf(w, "  microphone frames dropped: %d\n", l.MicDropped[mode])
+		fmt.Fprintf(w, "  live − replay, p50:")
+		for _, name := range metrics.Names {
+			lv, ok1 := s[name]
+			rv, ok2 := replay[mode][name]
+			if ok1 && ok2 && !lv.Unmeasured && !rv.Unmeasured {
+				fmt.Fprintf(w, " %s %+.0f ms", name, ms(lv.P50-rv.P50))
+			}
+		}
+		fmt.Fprintln(w)
+		for _, c := range l.Costs[mode] {
+			fmt.Fprintf(w, "    %+.1f ms  %s (%s)\n", ms(c.Adds), c.Cause, strings.Join(c.Latencies, ", "))
+		}
+		fmt.Fprintln(w)
+	}
 }

@@ -77,6 +77,7 @@ func runDoctor(ctx context.Context, a *app, args []string) error {
 	printDevices(a.stdout, devices)
 	if cfgErr == nil {
 		section("echo cancellation", echoChecks(ctx, cfg))
+		section("threads", threadChecks(cfg))
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d check(s) failed; see the fixes above", failed)
@@ -258,4 +259,16 @@ func printDevices(w io.Writer, devices []device.Info) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+}
+
+// threadChecks shows the thread plan (the config's cores and engines' threads), and warns
+// when OpenMP threads spin: idle, they would take the cores the plan gives the others.
+func threadChecks(cfg pipeline.Config) []check {
+	plan := cfg.Threads()
+	c := check{ok: true, name: "thread plan", detail: plan.String()}
+	if os.Getenv("OMP_WAIT_POLICY") == "" && os.Getenv("GOMP_SPINCOUNT") == "" {
+		c.ok, c.warn = false, true
+		c.fix = "run agent itself (it sets OMP_WAIT_POLICY=passive), or set OMP_WAIT_POLICY=passive"
+	}
+	return []check{c}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/parley-voice/parley/internal/ompwait"
 	"io"
 	"os"
 	"os/signal"
@@ -82,6 +83,10 @@ func (a *app) onInterrupt(f func()) (restore func()) {
 var errUsage = errors.New("usage")
 
 func main() {
+	// libgomp reads its wait policy before main: a passive one needs a fresh start.
+	if err := ompwait.Reexec(); err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var interrupt atomic.Pointer[func()]
 	// The screen is made here so that the signal goroutine's message, like a log line,

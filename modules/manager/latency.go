@@ -92,15 +92,16 @@ func (o *LatencyObserver) Turns() []metrics.Turn {
 func (o *LatencyObserver) at(d time.Duration) time.Time { return o.opts.Origin.Add(d) }
 
 // Observe implements iu.Observer.
-func (o *LatencyObserver) Observe(_ time.Time, m iu.Message) {
+func (o *LatencyObserver) Observe(at time.Time, m iu.Message) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, up := range m.Updates {
-		o.update(m.From, up)
+		o.update(at, m.From, up)
 	}
 }
 
-func (o *LatencyObserver) update(from string, up iu.Update) {
+// update takes one update sent at at.
+func (o *LatencyObserver) update(at time.Time, from string, up iu.Update) {
 	u := up.IU
 	switch pl := u.Payload.(type) {
 	case vad.Candidate:
@@ -171,8 +172,12 @@ func (o *LatencyObserver) update(from string, up iu.Update) {
 			if a.turn.FirstToken.IsZero() {
 				a.turn.FirstToken = u.Created
 			}
-		case iu.Commit:
-			a.turn.FirstClause = u.Created
+		case iu.Commit, iu.UpdatePayload:
+			// The clause is complete when it is committed, or, in a prepared reply,
+			// when it is marked prepared (the TTS synthesises it then).
+			if a.turn.FirstClause.IsZero() && (up.Type == iu.Commit || pl.Prepared) {
+				a.turn.FirstClause = at
+			}
 		}
 	case llm.Reply:
 		if up.Type == iu.Add && pl.Prepared {

@@ -1,0 +1,58 @@
+package pipeline
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+)
+
+// ThreadPlan is how the engines share the machine's cores: the LLM's threads for
+// generating (one token at a time, bound by memory bandwidth: a second thread adds about
+// 10 % on 2 cores) and for reading prompts (bound by compute), and whisper's threads.
+// They run at the same time in the predictive pipeline (whisper's partials and the LLM's
+// prefill while the user speaks, the reply's generation while the TTS synthesises and the
+// audio path runs), so each takes half of the cores by default and the audio path (VAD,
+// TTS, echo canceller, devices) is never left without one.
+type ThreadPlan struct {
+	// Cores is the budget divided: the config's `cores`, or the logical CPUs.
+	Cores int `json:"cores"`
+	// LLM and LLMBatch are llama.cpp's threads for generation and for prompts.
+	LLM      int `json:"llm_threads"`
+	LLMBatch int `json:"llm_batch_threads"`
+	// Whisper is whisper.cpp's decoding threads (used when the ASR engine is whisper).
+	Whisper int `json:"whisper_threads"`
+	// OpenMPWait is the OpenMP wait policy of the process (OMP_WAIT_POLICY; 'agent'
+	// re-runs itself with passive when none is set: spinning idle threads would take the
+	// cores the plan gives the others).
+	OpenMPWait string `json:"openmp_wait_policy"`
+}
+
+// Threads returns the thread plan of c: each engine's configured threads, or half the
+// cores.
+func (c Config) Threads() ThreadPlan {
+	cores := c.Cores
+	if cores <= 0 {
+		cores = runtime.NumCPU()
+	}
+	half := max(1, cores/2)
+	p := ThreadPlan{Cores: cores, LLM: c.LLM.Threads, LLMBatch: c.LLM.ThreadsBatch, Whisper: c.ASR.Whisper.Threads,
+		OpenMPWait: os.Getenv("OMP_WAIT_POLICY")}
+	if p.LLM <= 0 {
+		p.LLM = half
+	}
+	if p.LLMBatch <= 0 {
+		p.LLMBatch = p.LLM
+	}
+	if p.Whisper <= 0 {
+		p.Whisper = half
+	}
+	if p.OpenMPWait == "" {
+		p.OpenMPWait = "default (spinning)"
+	}
+	return p
+}
+
+// String is the plan on one line ('agent doctor', logs).
+func (p ThreadPlan) String() string {
+	return fmt.Sprintf("%d cores: llm %d threads (prompts %d), whisper %d; OpenMP wait policy %s", p.Cores, p.LLM, p.LLMBatch, p.Whisper, p.OpenMPWait)
+}
