@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
-	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/control"
+	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/internal/pulsetest"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
