@@ -98,7 +98,7 @@ func TestLiveBargeInThroughPulseAudio(t *testing.T) {
 		// Give the agent time to answer the barge-in, then end the session.
 		time.Sleep(8 * time.Second)
 	}()
-	res, err := Live(runCtx, cfg, eng, LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{rec, heard}, Logger: zaptest.NewLogger(t, zaptest.Level(zap.DebugLevel))})
+	res, err := Live(runCtx, cfg, eng, LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{rec, heard}, Logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))})
 	if err != nil {
 		t.Fatal(err)
 	}
