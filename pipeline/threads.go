@@ -9,10 +9,9 @@ import (
 // ThreadPlan is how the engines share the machine's cores: the LLM's threads for
 // generating (one token at a time, bound by memory bandwidth: a second thread adds about
 // 10 % on 2 cores) and for reading prompts (bound by compute), and whisper's threads.
-// They run at the same time in the predictive pipeline (whisper's partials and the LLM's
-// prefill while the user speaks, the reply's generation while the TTS synthesises and the
-// audio path runs), so each takes half of the cores by default and the audio path (VAD,
-// TTS, echo canceller, devices) is never left without one.
+// Generation and whisper's partials run for long stretches beside the audio path (VAD,
+// TTS, echo canceller, devices), so each takes half of the cores by default and the
+// audio path is never left without one; prompts, short bursts bound by compute, take all.
 type ThreadPlan struct {
 	// Cores is the budget divided: the config's `cores`, or the logical CPUs.
 	Cores int `json:"cores"`
@@ -28,7 +27,7 @@ type ThreadPlan struct {
 }
 
 // Threads returns the thread plan of c: each engine's configured threads, or half the
-// cores.
+// cores (all of them for prompts).
 func (c Config) Threads() ThreadPlan {
 	cores := c.Cores
 	if cores <= 0 {
@@ -41,7 +40,9 @@ func (c Config) Threads() ThreadPlan {
 		p.LLM = half
 	}
 	if p.LLMBatch <= 0 {
-		p.LLMBatch = p.LLM
+		// Prompts come in short bursts (the user's words, the end of the turn) and are
+		// bound by compute: they take every core while they last.
+		p.LLMBatch = cores
 	}
 	if p.Whisper <= 0 {
 		p.Whisper = half
