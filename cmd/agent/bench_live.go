@@ -163,10 +163,10 @@ type liveDevices struct {
 	// playing what it held (the replay's file speaker plays ReplayOutput of tail).
 	OutputTail metrics.Stats
 	// TimelineSkew is how much later the microphone's stream began than the speaker's
-	// output timeline. The latencies time the user's speech by its stream position
-	// and the agent's audio on the output timeline, both counted from the network's
-	// start, so voice-to-voice and barge-in reaction read this much too long: a
-	// measurement error, not a delay anyone hears. Zero when either was not seen.
+	// output timeline. The latency observer counts the user's stream times from the
+	// microphone's first captured sample (its frames' capture times), so this is no
+	// longer in the latencies; it is kept to show how long the device took to open.
+	// Zero when either was not seen.
 	TimelineSkew time.Duration
 	// Pulse is the sound server's buffering, sampled while the scenario played (the
 	// largest total seen per stream).
@@ -209,10 +209,6 @@ func (d liveDevices) Costs() []liveCost {
 	if d.OutputTail.N > 0 {
 		out = append(out, liveCost{Cause: fmt.Sprintf("speaker tail after a pause or stop: the device's %v (median) over the %v a replay plays", d.OutputTail.P50.Round(100*time.Microsecond), d.ReplayOutput),
 			Adds: d.OutputTail.P50 - d.ReplayOutput, Latencies: []string{metrics.BargeIn}})
-	}
-	if d.TimelineSkew != 0 {
-		out = append(out, liveCost{Cause: "timeline skew: the microphone's stream starts after the output timeline (a measurement error)", Adds: d.TimelineSkew,
-			Latencies: []string{metrics.VoiceToVoice, metrics.BargeIn}})
 	}
 	return out
 }

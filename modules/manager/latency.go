@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"github.com/parley-voice/parley/audio"
 	"sync"
 	"time"
 
@@ -51,6 +52,11 @@ type LatencyObserver struct {
 	agents     map[int]*agentTimes
 	turns      []metrics.Turn
 	spec       metrics.Speculation
+	// streamOrigin is when the input stream's first sample was captured, learnt from a
+	// microphone's frame (zero for recordings, whose stream starts with the network): a
+	// device opens some time after the network starts, and the user's stream times count
+	// from its first sample.
+	streamOrigin time.Time
 }
 
 type endOfTurnTimes struct {
@@ -89,7 +95,17 @@ func (o *LatencyObserver) Turns() []metrics.Turn {
 	return append([]metrics.Turn(nil), o.turns...)
 }
 
-func (o *LatencyObserver) at(d time.Duration) time.Time { return o.opts.Origin.Add(d) }
+// onOutput returns the clock time of the speaker's output timeline position d (it counts
+// from the network's start).
+func (o *LatencyObserver) onOutput(d time.Duration) time.Time { return o.opts.Origin.Add(d) }
+
+// at returns the clock time of input stream position d.
+func (o *LatencyObserver) at(d time.Duration) time.Time {
+	if !o.streamOrigin.IsZero() {
+		return o.streamOrigin.Add(d)
+	}
+	return o.opts.Origin.Add(d)
+}
 
 // Observe implements iu.Observer.
 func (o *LatencyObserver) Observe(at time.Time, m iu.Message) {
@@ -104,6 +120,10 @@ func (o *LatencyObserver) Observe(at time.Time, m iu.Message) {
 func (o *LatencyObserver) update(at time.Time, from string, up iu.Update) {
 	u := up.IU
 	switch pl := u.Payload.(type) {
+	case audio.Frame:
+		if o.streamOrigin.IsZero() && !pl.Captured.IsZero() {
+			o.streamOrigin = pl.Captured.Add(-audio.SamplesToDuration(pl.Start, pl.Rate))
+		}
 	case vad.Candidate:
 		a := o.agents[o.current]
 		if a == nil || a.turn == nil {
@@ -212,14 +232,14 @@ func (o *LatencyObserver) progress(pr speaker.Progress) {
 	if pr.State == speaker.Playing && !a.heard {
 		a.heard = true
 		if a.turn != nil {
-			a.turn.FirstAudible = o.at(pr.Pos)
+			a.turn.FirstAudible = o.onOutput(pr.Pos)
 		}
 	}
 	if (pr.State == speaker.Paused || pr.State == speaker.Stopped) && a.turn != nil &&
 		!a.turn.BargeInOnset.IsZero() && !a.bargeTimed {
 		// Pos is when the output actually falls silent (it lies ahead while the device
 		// still plays what it held).
-		a.turn.AudioSilent = o.at(pr.Pos)
+		a.turn.AudioSilent = o.onOutput(pr.Pos)
 		a.bargeTimed = true
 	}
 }

@@ -93,3 +93,30 @@ func TestLatencyObserver(t *testing.T) {
 		t.Errorf("latencies %v", l)
 	}
 }
+
+// TestLatencyObserverCountsStreamTimesFromTheMicrophonesFirstSample: a microphone opens
+// after the network started; the user's stream times count from its first captured
+// sample, so that voice-to-voice is not read too long by the device's opening time.
+func TestLatencyObserverCountsStreamTimesFromTheMicrophonesFirstSample(t *testing.T) {
+	o := NewLatencyObserver(LatencyOptions{LLM: "llm", Origin: t0})
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	send := func(from string, at time.Time, typ iu.UpdateType, p iu.Payload) {
+		o.Observe(at, iu.Message{From: from, Updates: []iu.Update{{Type: typ, IU: iu.IU{ID: "x/1", Payload: p, Created: at}}}})
+	}
+	// The microphone's frame at stream position 320 (20 ms) was captured 100 ms after
+	// the network started: its stream began 80 ms after the network.
+	send("input", at(100), iu.Add, audio.Frame{Rate: 16000, Channels: 1, Start: 320, Captured: at(100), Samples: make([]float32, 320)})
+	send("vad", at(1700), iu.Add, vad.EndOfTurn{SpeechEnd: ms(1000)})
+	send("asr", at(1750), iu.Add, asr.Utterance{Text: "hello"})
+	send("manager", at(1750), iu.Add, control.Command{Action: control.Respond, TurnID: 2})
+	chunk := tts.Chunk{TurnID: 2, Audio: audio.Frame{Rate: 22050, Channels: 1, Samples: make([]float32, 441)}}
+	send("speaker", at(2000), iu.Add, speaker.Progress{State: speaker.Playing, Heard: "tts/1", Item: chunk, Length: 441, Pos: ms(2000)})
+	send("manager", at(2500), iu.Add, AgentTurn{TurnID: 2, InReplyTo: 1, Stored: true})
+	got := o.Turns()
+	if len(got) != 1 {
+		t.Fatalf("%d exchanges, want 1", len(got))
+	}
+	if v := got[0].Latencies()[metrics.VoiceToVoice]; v != ms(920) {
+		t.Errorf("voice-to-voice %v, want 920ms (speech ended at 1080 ms on the clock)", v)
+	}
+}
