@@ -17,8 +17,6 @@ import (
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/asr/asrtest"
-	"github.com/parley-voice/parley/modules/llm"
-	"github.com/parley-voice/parley/modules/llm/llamacpp"
 )
 
 // rtfRecording is the utterance BenchmarkIncrementalRTF decodes (a 2.4 s command, spoken
@@ -216,8 +214,9 @@ func incrementalPass(b *testing.B, e *Engine, samples []float32, hop int) pass {
 	return p
 }
 
-// generateMeanwhile loads the Qwen2.5-0.5B shape on one thread and keeps it generating
-// until the benchmark ends; the counter it returns grows by one per token.
+// generateMeanwhile loads the Qwen2.5-0.5B shape on one thread (llama.cpp's default on two
+// cores) and keeps it generating greedily until the benchmark ends; the counter it
+// returns grows by one per token decoded.
 func generateMeanwhile(b *testing.B) *atomic.Int64 {
 	b.Helper()
 	path := shapeModel(b, shapemodels.Qwen25_05B)
@@ -225,8 +224,21 @@ func generateMeanwhile(b *testing.B) *atomic.Int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	eng, err := llamacpp.New(m, llamacpp.Config{Context: llama.ContextParams{NCtx: 512, Threads: 1}})
+	lctx, err := llama.NewContext(m, llama.ContextParams{NCtx: 512, Threads: 1})
 	if err != nil {
+		m.Close()
+		b.Fatal(err)
+	}
+	sampler, err := llama.NewSampler(llama.SamplerParams{})
+	if err != nil {
+		lctx.Close()
+		m.Close()
+		b.Fatal(err)
+	}
+	prompt, err := m.Tokenize("User: What is the weather like in Paris today?\nAssistant:", true, true)
+	if err != nil {
+		sampler.Close()
+		lctx.Close()
 		m.Close()
 		b.Fatal(err)
 	}
@@ -235,47 +247,55 @@ func generateMeanwhile(b *testing.B) *atomic.Int64 {
 	first := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		// Random weights never end a reply, so every generation runs to MaxTokens; the
-		// engine reuses the prompt from its cache and decodes the reply again.
-		req := llm.Request{Prompt: "User: What is the weather like in Paris today?\nAssistant:", MaxTokens: 128}
-		count := func(string) error {
-			if tokens.Add(1) == 1 {
-				close(first)
-			}
-			return nil
-		}
-		for ctx.Err() == nil {
-			if _, err := eng.Generate(ctx, req, count); err != nil && ctx.Err() == nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
+		done <- generateReplies(ctx, lctx, sampler, prompt, tokens, first)
 	}()
+	b.Cleanup(func() {
+		cancel()
+		err := <-done
+		if errors.Is(err, context.Canceled) || errors.Is(err, llama.ErrAborted) {
+			err = nil
+		}
+		if err = errors.Join(err, sampler.Close(), lctx.Close(), m.Close()); err != nil {
+			b.Error(err)
+		}
+	})
 	// The measurement starts with the LLM in its loop.
 	select {
 	case <-first:
 	case err := <-done:
-		cancel()
-		eng.Close()
-		m.Close()
+		done <- err
 		b.Fatalf("the LLM stopped before its first token: %v", err)
 	case <-time.After(time.Minute):
-		cancel()
-		<-done
-		eng.Close()
-		m.Close()
 		b.Fatal("the LLM generated no token within a minute")
 	}
-	b.Cleanup(func() {
-		cancel()
-		err := <-done
-		err = errors.Join(err, eng.Close(), m.Close())
-		if err != nil {
-			b.Error(err)
-		}
-	})
 	return tokens
+}
+
+// generateReplies generates replies of 128 tokens to prompt, one after the other, until
+// ctx ends (random weights never end a reply by themselves). It counts the tokens and
+// closes first after the first one.
+func generateReplies(ctx context.Context, lctx *llama.Context, sampler *llama.Sampler, prompt []llama.Token, tokens *atomic.Int64, first chan<- struct{}) error {
+	const reply = 128
+	for {
+		if err := lctx.Clear(); err != nil {
+			return err
+		}
+		if err := lctx.DecodeTokens(ctx, 0, 0, prompt); err != nil {
+			return err
+		}
+		for pos := len(prompt); pos < len(prompt)+reply; pos++ {
+			tok, err := sampler.Sample(lctx, -1)
+			if err != nil {
+				return err
+			}
+			if err := lctx.DecodeTokens(ctx, 0, pos, []llama.Token{tok}); err != nil {
+				return err
+			}
+			if tokens.Add(1) == 1 {
+				close(first)
+			}
+		}
+	}
 }
 
 func maxOf(ds []time.Duration) time.Duration {
