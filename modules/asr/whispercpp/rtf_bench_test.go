@@ -61,7 +61,9 @@ func shapeModel(b *testing.B, name string) string {
 //     today's final does not use (timed apart, not counted in rtf);
 //   - llm-tok/s (variant llm): the LLM's generation speed meanwhile;
 //   - load1: the machine's one-minute load average at the end (Linux), since other work
-//     on the machine moves every figure.
+//     on the machine moves every figure. It counts the benchmark's own busy threads too
+//     (about 1-2 alone, 2-3 with the LLM), so on two cores only what exceeds that is
+//     someone else's.
 //
 // Run it with passive OpenMP waiting, as the agent runs (internal/ompwait):
 //
