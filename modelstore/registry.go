@@ -43,16 +43,16 @@ type Catalog []Model
 func Builtin() Catalog {
 	return Catalog{
 		{
-			Name: "whisper-base.en", Kind: KindASR, File: "ggml-base.en.bin", Default: true,
+			Name: "whisper-base.en", Kind: KindASR, File: "ggml-base.en.bin",
 			URL:  "https://huggingface.co/ggerganov/whisper.cpp/resolve/main/ggml-base.en.bin",
 			Size: 147964211, SHA256: "a03779c86df3323075f5e796cb2ce5029f00ec8869eee3fdfb897afe36c6d002",
-			License: "MIT", Description: "whisper base, English only: good accuracy, about 0.3x real time on 2 cores",
+			License: "MIT", Description: "whisper base, English only: better accuracy; partials keep up on 2 cores only while the LLM is idle (set asr.whisper.model on 4 cores or more)",
 		},
 		{
-			Name: "whisper-tiny.en", Kind: KindASR, File: "ggml-tiny.en.bin",
+			Name: "whisper-tiny.en", Kind: KindASR, File: "ggml-tiny.en.bin", Default: true,
 			URL:  "https://huggingface.co/ggerganov/whisper.cpp/resolve/main/ggml-tiny.en.bin",
 			Size: 77704715, SHA256: "921e4cf8686fdd993dcd081a5da5b6c365bfde1162e72b08d75ac75289920b1f",
-			License: "MIT", Description: "whisper tiny, English only: fastest, lower accuracy",
+			License: "MIT", Description: "whisper tiny, English only: the default, the one whose partials keep up on 2 cores while the LLM generates (docs/MEASUREMENTS.md); lower accuracy than base",
 		},
 		{
 			Name: "whisper-small.en", Kind: KindASR, File: "ggml-small.en.bin",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/parley-voice/parley/modelstore"
 	"io"
 	"os"
 	"path/filepath"
@@ -43,7 +44,9 @@ func (h *hearingFlags) register(a *app, fs *flag.FlagSet) {
 	h.vadCfg = vad.DefaultConfig()
 	h.vadCfg.Model = sharedModel(a, vad.DefaultModelFile)
 	h.asrCfg = asr.DefaultConfig()
-	h.asrCfg.Whisper.Model = filepath.Join(a.paths.Models, "ggml-base.en.bin")
+	if m, ok := modelstore.Builtin().Default(modelstore.KindASR); ok {
+		h.asrCfg.Whisper.Model = filepath.Join(a.paths.Models, m.File)
+	}
 	fs.StringVar(&h.asrCfg.Engine, "engine", h.asrCfg.Engine, "recogniser: pocketsphinx or whisper")
 	fs.StringVar(&h.asrCfg.Whisper.Model, "model", h.asrCfg.Whisper.Model, "whisper model file (--engine whisper)")
 	fs.IntVar(&h.asrCfg.Whisper.Threads, "threads", h.asrCfg.Whisper.Threads, "whisper decoding threads (0: min(4, CPUs))")
@@ -144,7 +147,7 @@ func openHearing(a *app, f *hearingFlags, withASR bool) (*hearing, error) {
 	if f.asrCfg.Engine == "whisper" {
 		if _, err := os.Stat(f.asrCfg.Whisper.Model); err != nil {
 			scorer.Close()
-			return nil, fmt.Errorf("whisper model: %w (agent models pull whisper-base.en, or --model)", err)
+			return nil, fmt.Errorf("whisper model: %w (agent models pull, or --model)", err)
 		}
 	}
 	if h.engine, err = pipeline.OpenASREngine(f.asrCfg); err != nil {

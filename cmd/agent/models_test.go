@@ -88,7 +88,7 @@ func TestModelsList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, name := range []string{"whisper-base.en", "qwen2.5-0.5b-instruct", "silero-vad"} {
+	for _, name := range []string{"whisper-tiny.en", "whisper-base.en", "qwen2.5-0.5b-instruct", "silero-vad"} {
 		if !strings.Contains(stdout, name) {
 			t.Errorf("list lacks %s:\n%s", name, stdout)
 		}
