@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/internal/shapemodels"
+	"github.com/parley-voice/parley/internal/testenv"
+)
+
+// TestBenchRealistic runs 'agent bench --realistic' on one question with the 0.5B shape
+// of the 32k vocabulary (built into the user's cache the first time, under a minute):
+// bench.json says the LLM was the shape, and holds the latencies, the CPU per module,
+// the thread plan and the core count.
+func TestBenchRealistic(t *testing.T) {
+	question := testenv.SharedFile(t, "audio/v2j_what_time_is_it.wav")
+	testenv.Command(t, "pocketsphinx", testenv.EnvFix)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	scenario := filepath.Join(tmp, "one.yaml")
+	if err := os.WriteFile(scenario, []byte("tail: 3\nrecordings:\n  - file: "+question+"\n    at: 0.3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "bench")
+	env := userEnv(t, t.TempDir(), "PARLEY_SHAPE_MODELS_DIR="+filepath.Join(cache, "parley", "shape-models"))
+	code, stdout, stderr := runAgentBinary(t, env, 5*time.Minute, "bench", "--realistic", "--shape", shapemodels.Qwen25_05BVocab32k,
+		"-n", "1", "--pipeline", "predictive", "-o", out, scenario)
+	if code != 0 {
+		t.Fatalf("agent bench --realistic: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"predictive", "voice_to_voice", "CPU per second of audio", "threads: "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the table lacks %q:\n%s", want, stdout)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(out, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report struct {
+		Realistic bool
+		Shape     string
+		Machine   struct{ Cores int }
+		Models    map[string]string
+		Modes     map[string]map[string]json.RawMessage
+		CPU       map[string]struct {
+			Process float64            `json:"process_cpu_per_s"`
+			Modules map[string]float64 `json:"module_cpu_per_s"`
+		}
+	}
+	if err := json.Unmarshal(data, &report); err != nil {
+		t.Fatal(err)
+	}
+	if !report.Realistic || report.Shape != shapemodels.Qwen25_05BVocab32k || !strings.Contains(report.Models["llm"], "qwen2.5-0.5b") {
+		t.Errorf("bench.json does not say the LLM was the shape: realistic %v, shape %q, llm %q", report.Realistic, report.Shape, report.Models["llm"])
+	}
+	if report.Machine.Cores < 1 {
+		t.Errorf("no core count: %+v", report.Machine)
+	}
+	if _, ok := report.Modes["predictive"]["voice_to_voice"]; !ok {
+		t.Errorf("no voice-to-voice for the predictive pipeline: %s", data)
+	}
+	cpu := report.CPU["predictive"]
+	if cpu.Process <= 0 || cpu.Modules["llm"] <= 0 || cpu.Modules["asr"] <= 0 {
+		t.Errorf("CPU per module missing: %+v", cpu)
+	}
+}
