@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/parley-voice/parley/internal/ompwait"
 	"io"
 	"os"
 	"os/exec"
@@ -266,7 +267,7 @@ func printDevices(w io.Writer, devices []device.Info) {
 func threadChecks(cfg pipeline.Config) []check {
 	plan := cfg.Threads()
 	c := check{ok: true, name: "thread plan", detail: plan.String()}
-	if os.Getenv("OMP_WAIT_POLICY") == "" && os.Getenv("GOMP_SPINCOUNT") == "" {
+	if _, spinning := ompwait.Environ(os.Environ()); spinning {
 		c.ok, c.warn = false, true
 		c.fix = "run agent itself (it sets OMP_WAIT_POLICY=passive), or set OMP_WAIT_POLICY=passive"
 	}
