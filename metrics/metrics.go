@@ -40,6 +40,9 @@ type Turn struct {
 	BargeInOnset time.Time `json:"-"` // when the user started speaking over the agent
 	AudioSilent  time.Time `json:"-"` // when the agent's audio went silent after that
 	Interrupted  bool      `json:"interrupted"`
+	// Prepared says the reply was prepared before the user's turn ended: its first token,
+	// clause and chunk may come before Respond, and the LLM then cost nothing after it.
+	Prepared bool `json:"prepared,omitempty"`
 
 	// VirtualClock says the times come from a virtual clock, on which computation takes
 	// no time: the latencies of computation alone are unmeasured.
@@ -99,8 +102,18 @@ func (t Turn) spans() map[string]time.Duration {
 	}
 	put(VoiceToVoice, t.UserSpeechEnd, t.FirstAudible)
 	put(ASRFinal, t.EndOfTurn, t.ASRFinal)
-	put(LLMFirstToken, t.Respond, t.FirstToken)
-	put(LLMFirstClause, t.Respond, t.FirstClause)
+	llm := put
+	if t.Prepared {
+		// What was ready before the reply was asked for took no time after it.
+		llm = func(name string, from, to time.Time) {
+			if !from.IsZero() && !to.IsZero() && to.Before(from) {
+				to = from
+			}
+			put(name, from, to)
+		}
+	}
+	llm(LLMFirstToken, t.Respond, t.FirstToken)
+	llm(LLMFirstClause, t.Respond, t.FirstClause)
 	put(TTSFirstChunk, t.FirstClause, t.FirstChunk)
 	put(BargeIn, t.BargeInOnset, t.AudioSilent)
 	return out

@@ -78,6 +78,12 @@ func openASR(name string, cfg asr.Config) (*asr.Module, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if l, ok := e.(asr.SideLoader); ok && cfg.Speculative {
+		if err := l.LoadSide(); err != nil {
+			e.Close()
+			return nil, nil, err
+		}
+	}
 	m, err := asr.New(name, cfg, e)
 	if err != nil {
 		e.Close()

@@ -97,6 +97,14 @@ type FinalDecoder interface {
 	FinalOf(ctx context.Context, samples []float32) (Hypothesis, error)
 }
 
+// SideLoader is a FinalDecoder that needs resources of its own to decode a final while an
+// utterance streams (pocketsphinx: a second decoder). Whoever turns speculation on loads
+// them before the first turn (LoadSide), so that the first speculative final does not pay
+// for them at the user's first pause.
+type SideLoader interface {
+	LoadSide() error
+}
+
 // ErrStatefulFinal is what FinalOf returns when the engine's final hypothesis depends on
 // more than the audio it is given.
 var ErrStatefulFinal = errors.New("asr: the engine's final hypothesis depends on more than the audio")

@@ -50,13 +50,22 @@ type LatencyObserver struct {
 	lastUser   *metrics.Turn // the latest utterance's exchange, until a reply takes it
 	current    int           // the agent turn under way (0: none)
 	agents     map[int]*agentTimes
-	turns      []metrics.Turn
-	spec       metrics.Speculation
+	// early holds what a prepared reply's LLM and TTS did before the Respond that
+	// confirms it, by agent turn (a withdrawal forgets it).
+	early map[int]*earlyTimes
+	turns []metrics.Turn
+	spec  metrics.Speculation
 	// streamOrigin is when the input stream's first sample was captured, learnt from a
 	// microphone's frame (zero for recordings, whose stream starts with the network): a
 	// device opens some time after the network starts, and the user's stream times count
 	// from its first sample.
 	streamOrigin time.Time
+}
+
+// earlyTimes are the steps of a prepared reply before it was confirmed.
+type earlyTimes struct {
+	clause                              iu.ID // the first clause (an earlier preparation's may still be in flight)
+	firstToken, firstClause, firstChunk time.Time
 }
 
 type endOfTurnTimes struct {
@@ -78,7 +87,7 @@ func NewLatencyObserver(opts LatencyOptions) *LatencyObserver {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	return &LatencyObserver{opts: opts, agents: map[int]*agentTimes{}}
+	return &LatencyObserver{opts: opts, agents: map[int]*agentTimes{}, early: map[int]*earlyTimes{}}
 }
 
 // Speculation returns the counts of replies prepared ahead.
@@ -164,6 +173,10 @@ func (o *LatencyObserver) update(at time.Time, from string, up iu.Update) {
 	case control.Command:
 		if up.Type == iu.Add && pl.Action == control.Prepare {
 			o.spec.Prepared++
+			o.early[pl.TurnID] = &earlyTimes{}
+		}
+		if up.Type == iu.Add && pl.Action == control.Withdraw {
+			delete(o.early, pl.TurnID)
 		}
 		if up.Type == iu.Add && pl.Action == control.Respond {
 			a := &agentTimes{turn: o.lastUser}
@@ -171,7 +184,12 @@ func (o *LatencyObserver) update(at time.Time, from string, up iu.Update) {
 			if a.turn != nil {
 				a.turn.AgentTurn = pl.TurnID
 				a.turn.Respond = u.Created
+				if e := o.early[pl.TurnID]; e != nil {
+					a.turn.Prepared = true
+					a.turn.FirstToken, a.turn.FirstClause, a.turn.FirstChunk = e.firstToken, e.firstClause, e.firstChunk
+				}
 			}
+			delete(o.early, pl.TurnID)
 			o.agents[pl.TurnID] = a
 			o.current = pl.TurnID
 		}
@@ -183,8 +201,20 @@ func (o *LatencyObserver) update(at time.Time, from string, up iu.Update) {
 			o.current = pl.TurnID
 		}
 	case llm.Clause:
+		if from != o.opts.LLM || pl.ClauseID != 0 {
+			return
+		}
+		if e := o.early[pl.TurnID]; e != nil {
+			switch {
+			case up.Type == iu.Add && e.clause == "":
+				e.clause, e.firstToken = u.ID, u.Created
+			case up.Type == iu.UpdatePayload && u.ID == e.clause && pl.Prepared && e.firstClause.IsZero():
+				e.firstClause = at
+			}
+			return
+		}
 		a := o.agents[pl.TurnID]
-		if a == nil || a.turn == nil || from != o.opts.LLM || pl.ClauseID != 0 {
+		if a == nil || a.turn == nil {
 			return
 		}
 		switch up.Type {
@@ -208,6 +238,9 @@ func (o *LatencyObserver) update(at time.Time, from string, up iu.Update) {
 			o.spec.WastedTokens += pl.Result.Tokens
 		}
 	case tts.Chunk:
+		if e := o.early[pl.TurnID]; e != nil && up.Type == iu.Add && e.firstChunk.IsZero() {
+			e.firstChunk = u.Created
+		}
 		if a := o.agents[pl.TurnID]; a != nil && a.turn != nil && up.Type == iu.Add && a.turn.FirstChunk.IsZero() {
 			a.turn.FirstChunk = u.Created
 		}

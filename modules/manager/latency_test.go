@@ -120,3 +120,50 @@ func TestLatencyObserverCountsStreamTimesFromTheMicrophonesFirstSample(t *testin
 		t.Errorf("voice-to-voice %v, want 920ms (speech ended at 1080 ms on the clock)", v)
 	}
 }
+
+// TestLatencyObserverTimesAPreparedReply: a reply prepared while the user paused has its
+// first clause and chunk before the Respond that confirms it; they count from the
+// preparation that was confirmed (not one the changed words withdrew), the LLM took no
+// time after the Respond, and the TTS's first chunk counts from the prepared clause.
+func TestLatencyObserverTimesAPreparedReply(t *testing.T) {
+	o := NewLatencyObserver(LatencyOptions{LLM: "llm", Origin: t0})
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	send := func(from, id string, ms int, typ iu.UpdateType, p iu.Payload) {
+		o.Observe(at(ms), iu.Message{From: from, Updates: []iu.Update{{Type: typ, IU: iu.IU{ID: iu.ID(id), Payload: p, Created: at(ms)}}}})
+	}
+	chunk := tts.Chunk{TurnID: 2, Audio: audio.Frame{Rate: 22050, Channels: 1, Samples: make([]float32, 441)}}
+	// A first preparation, withdrawn when the words changed; its clause's late update
+	// must not count for the second.
+	send("manager", "manager/1", 1200, iu.Add, control.Command{Action: control.Prepare, TurnID: 2})
+	send("llm", "llm/1", 1210, iu.Add, llm.Clause{TurnID: 2, Text: "It"})
+	send("manager", "manager/2", 1250, iu.Add, control.Command{Action: control.Withdraw, TurnID: 2})
+	send("manager", "manager/3", 1250, iu.Add, control.Command{Action: control.Prepare, TurnID: 2})
+	send("llm", "llm/1", 1260, iu.UpdatePayload, llm.Clause{TurnID: 2, Text: "It is late.", Prepared: true})
+	send("llm", "llm/2", 1300, iu.Add, llm.Clause{TurnID: 2, Text: "Ten"})
+	send("llm", "llm/2", 1400, iu.UpdatePayload, llm.Clause{TurnID: 2, Text: "Ten o'clock.", Prepared: true})
+	send("tts", "tts/1", 1402, iu.Add, chunk)
+	// The turn ends with the prepared words.
+	send("vad", "turn-end/1", 1500, iu.Add, vad.EndOfTurn{SpeechEnd: ms(1000)})
+	send("asr", "asr/1", 1500, iu.Add, asr.Utterance{Text: "what time is it"})
+	send("manager", "manager/4", 1501, iu.Add, control.Command{Action: control.Respond, TurnID: 2})
+	send("llm", "llm/2", 1502, iu.Commit, llm.Clause{TurnID: 2, Text: "Ten o'clock.", Prepared: true})
+	send("tts", "tts/2", 1503, iu.Add, chunk)
+	send("speaker", "speaker/1", 1560, iu.Add, speaker.Progress{State: speaker.Playing, Heard: "tts/1", Item: chunk, Length: 441, Pos: ms(1560)})
+	send("manager", "manager/5", 2500, iu.Add, AgentTurn{TurnID: 2, InReplyTo: 1, Stored: true})
+	got := o.Turns()
+	if len(got) != 1 {
+		t.Fatalf("%d exchanges, want 1", len(got))
+	}
+	tr := got[0]
+	if !tr.Prepared || tr.FirstToken != at(1300) || tr.FirstClause != at(1400) || tr.FirstChunk != at(1402) {
+		t.Errorf("prepared %v, first token %v, clause %v, chunk %v; want true, 1300, 1400, 1402 ms",
+			tr.Prepared, tr.FirstToken.Sub(t0), tr.FirstClause.Sub(t0), tr.FirstChunk.Sub(t0))
+	}
+	want := map[string]time.Duration{metrics.LLMFirstToken: 0, metrics.LLMFirstClause: 0, metrics.TTSFirstChunk: ms(2), metrics.VoiceToVoice: ms(560)}
+	l := tr.Latencies()
+	for name, w := range want {
+		if v, ok := l[name]; !ok || v != w {
+			t.Errorf("%s = %v (measured %v), want %v", name, v, ok, w)
+		}
+	}
+}

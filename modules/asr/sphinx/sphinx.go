@@ -14,6 +14,7 @@ import (
 var (
 	_ asr.Engine       = (*Engine)(nil)
 	_ asr.FinalDecoder = (*Engine)(nil)
+	_ asr.SideLoader   = (*Engine)(nil)
 )
 
 // decoderConfig is the decoder's part of cfg.
@@ -88,7 +89,7 @@ func (e *Engine) StatelessFinal() bool { return e.cfg.FinalPass }
 
 // FinalOf implements asr.FinalDecoder: the final pass over samples, exactly as Final runs
 // it. While the streaming pass has an utterance open, the pass runs on a second decoder
-// (loaded on the first such call: the models once more, about 90 MB and 0.3 s here),
+// (LoadSide, or the first such call: the models once more, about 90 MB and 0.3 s here),
 // so the streaming utterance's search and cepstral mean stay as they were.
 func (e *Engine) FinalOf(ctx context.Context, samples []float32) (asr.Hypothesis, error) {
 	if !e.cfg.FinalPass {
@@ -102,16 +103,27 @@ func (e *Engine) FinalOf(ctx context.Context, samples []float32) (asr.Hypothesis
 	}
 	dec := e.dec
 	if dec.InUtterance() {
-		if e.side == nil {
-			d, err := pocketsphinx.NewDecoder(decoderConfig(e.cfg))
-			if err != nil {
-				return asr.Hypothesis{}, fmt.Errorf("asr: final-pass decoder: %w", err)
-			}
-			e.side = d
+		if err := e.LoadSide(); err != nil {
+			return asr.Hypothesis{}, err
 		}
 		dec = e.side
 	}
 	return e.finalPass(ctx, dec, samples)
+}
+
+// LoadSide implements asr.SideLoader: it loads the decoder FinalOf uses while the
+// streaming pass has an utterance open (the models once more, about 0.3 s here), unless
+// it is loaded already. Without the final pass there is nothing to load.
+func (e *Engine) LoadSide() error {
+	if e.side != nil || !e.cfg.FinalPass {
+		return nil
+	}
+	d, err := pocketsphinx.NewDecoder(decoderConfig(e.cfg))
+	if err != nil {
+		return fmt.Errorf("asr: final-pass decoder: %w", err)
+	}
+	e.side = d
+	return nil
 }
 
 // finalPass decodes samples in one piece on dec with freshly initialised feature
