@@ -92,6 +92,7 @@ type Agent struct {
 	// cancelling cost.
 	AEC *aec.Module
 
+	speaker  iu.Module
 	timeline *iu.Timeline
 	closers  []func() error
 	log      *zap.Logger
@@ -395,6 +396,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	mgr := manager.New(NameManager, store, mgrOpts)
 	a.Manager = mgr
+	a.speaker = io.Speaker
 	_, virtual := clk.(clock.Scheduler)
 	a.Latencies = manager.NewLatencyObserver(manager.LatencyOptions{LLM: NameLLM, Origin: clk.Now(), OnTurn: io.OnMetrics,
 		VirtualClock: virtual, Logger: log.Named(nameMetrics)})

@@ -62,13 +62,20 @@ type Outcome struct {
 	Speculation metrics.Speculation
 	History     *dialogue.History
 	SessionDir  string
+	// SpeakerUnderruns counts the times the output ran dry while the agent's audio
+	// was waiting to be played (the speaker module was late).
+	SpeakerUnderruns int64
 }
 
 // outcome reads what agent left after its Run returned.
 func (a *Agent) outcome(ctx context.Context) (Outcome, error) {
 	h, err := a.Store.Snapshot(ctx)
-	return Outcome{Transcript: a.Manager.Transcript(), Metrics: a.Latencies.Turns(), Speculation: a.Latencies.Speculation(),
-		History: h, SessionDir: a.SessionDir}, err
+	o := Outcome{Transcript: a.Manager.Transcript(), Metrics: a.Latencies.Turns(), Speculation: a.Latencies.Speculation(),
+		History: h, SessionDir: a.SessionDir}
+	if s, ok := a.speaker.(interface{ Underruns() int64 }); ok {
+		o.SpeakerUnderruns = s.Underruns()
+	}
+	return o, err
 }
 
 // ReplayResult is what a replay produced.

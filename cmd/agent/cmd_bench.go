@@ -50,6 +50,9 @@ type benchReport struct {
 	CPU map[string]metrics.CPU `json:"cpu"`
 	// Speculation counts the replies each pipeline prepared ahead (predictive only).
 	Speculation map[string]metrics.Speculation `json:"speculation,omitempty"`
+	// SpeakerUnderruns counts, per pipeline over its runs, the times the speaker ran
+	// dry while the agent's audio was waiting (the audio path starved).
+	SpeakerUnderruns map[string]int64 `json:"speaker_underruns"`
 	// EchoCancellation is the canceller's CPU time per second of audio, per pipeline
 	// (only when the scenario simulates a laptop).
 	EchoCancellation map[string]float64 `json:"echo_cancellation_cpu_per_s,omitempty"`
@@ -61,8 +64,10 @@ type benchReport struct {
 type benchLive struct {
 	Modes map[string]map[string]metrics.Stats `json:"modes"`
 	Turns map[string][]metrics.Turn           `json:"turns"`
-	// MicDropped counts the microphone frames dropped because the pipeline fell behind.
-	MicDropped map[string]int64 `json:"mic_dropped"`
+	// MicDropped counts the microphone frames dropped because the pipeline fell behind,
+	// SpeakerUnderruns the times the speaker ran dry while audio was waiting.
+	MicDropped       map[string]int64 `json:"mic_dropped"`
+	SpeakerUnderruns map[string]int64 `json:"speaker_underruns"`
 	// Devices is what each pipeline's last live run knew of the device path, and Costs
 	// what that adds to the latencies over a replay.
 	Devices map[string]liveDevices `json:"devices"`
@@ -139,7 +144,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		Machine: benchMachine{Cores: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0), Threads: cfg.Threads()},
 		Models:  benchModels(cfg),
 		Modes:   map[string]map[string]metrics.Stats{}, Turns: map[string][]metrics.Turn{}, CPU: map[string]metrics.CPU{},
-		Speculation: map[string]metrics.Speculation{}, EchoCancellation: map[string]float64{}}
+		Speculation: map[string]metrics.Speculation{}, EchoCancellation: map[string]float64{}, SpeakerUnderruns: map[string]int64{}}
 	if *realistic {
 		report.Shape = *shape
 	}
@@ -150,7 +155,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		}
 		defer lb.Close()
 		report.Live = &benchLive{Modes: map[string]map[string]metrics.Stats{}, Turns: map[string][]metrics.Turn{},
-			MicDropped: map[string]int64{}, Devices: map[string]liveDevices{}, Costs: map[string][]liveCost{}}
+			MicDropped: map[string]int64{}, SpeakerUnderruns: map[string]int64{}, Devices: map[string]liveDevices{}, Costs: map[string][]liveCost{}}
 	}
 	fmt.Fprintf(a.stdout, "bench: %s, %d real-time replay(s) per pipeline, config %s; threads: %s\n", scenario, *runs, from, report.Machine.Threads)
 	for _, mode := range pipeline.Pipelines {
@@ -168,6 +173,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 			}
 			turns = append(turns, res.Metrics...)
 			cpu = cpu.Add(res.CPU)
+			report.SpeakerUnderruns[mode] += res.SpeakerUnderruns
 			if res.Speculation.Prepared > 0 {
 				report.Speculation[mode] = report.Speculation[mode].Add(res.Speculation)
 			}
@@ -191,6 +197,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 			}
 			liveTurns = append(liveTurns, run.Result.Metrics...)
 			report.Live.MicDropped[mode] += run.Result.MicDropped
+			report.Live.SpeakerUnderruns[mode] += run.Result.SpeakerUnderruns
 			report.Live.Devices[mode] = run.Devices
 			report.Live.Costs[mode] = run.Devices.Costs()
 			fmt.Fprintf(a.stdout, "  %s live run %d: %d exchanges\n", mode, i+1, len(run.Result.Metrics))
@@ -227,6 +234,7 @@ func (r benchReport) write(w io.Writer) {
 		if sp, ok := r.Speculation[mode]; ok {
 			fmt.Fprintf(w, "  prepared replies: %s\n", sp)
 		}
+		fmt.Fprintf(w, "  speaker underruns: %d\n", r.SpeakerUnderruns[mode])
 		if c, ok := r.CPU[mode]; ok && c.Wall > 0 {
 			metrics.WriteCPUTable(w, "  "+mode, c)
 		}
@@ -281,7 +289,7 @@ func (l *benchLive) write(w io.Writer, replay map[string]map[string]metrics.Stat
 			continue
 		}
 		metrics.WriteTable(w, mode+" (live, PulseAudio)", s)
-		fmt.Fprintf(w, "  microphone frames dropped: %d\n", l.MicDropped[mode])
+		fmt.Fprintf(w, "  microphone frames dropped: %d, speaker underruns: %d\n", l.MicDropped[mode], l.SpeakerUnderruns[mode])
 		fmt.Fprintf(w, "  live − replay, p50:")
 		for _, name := range metrics.Names {
 			lv, ok1 := s[name]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-voice/parley/audio"
@@ -90,7 +91,14 @@ type Speaker struct {
 	name      string
 	opts      Options
 	newOutput func() Output
+	// underruns sums, over the runs that ended, the times the output ran dry while audio
+	// was waiting (read by Underruns after the network ran).
+	underruns atomic.Int64
 }
+
+// Underruns returns how many times the output ran dry while audio was waiting to be
+// played (the module was late feeding it), over every Run that has ended.
+func (s *Speaker) Underruns() int64 { return s.underruns.Load() }
 
 // New returns a speaker module named name (default "speaker") that plays through the
 // output newOutput makes for each Run.
@@ -141,6 +149,7 @@ func (s *Speaker) Run(ctx context.Context, p *iu.Ports) error {
 		err = cerr
 	}
 	if pl.underruns > 0 {
+		s.underruns.Add(int64(pl.underruns))
 		log.Info("speaker finished", zap.Int("underruns", pl.underruns))
 	}
 	return err
