@@ -76,7 +76,7 @@ func TestHearingCommandErrors(t *testing.T) {
 		{[]string{"vad", filepath.Join(t.TempDir(), "none.wav")}, 1},
 		{[]string{"transcribe"}, 2},
 		{[]string{"transcribe", jfk, "--engine", "kaldi"}, 2},
-		{[]string{"transcribe", jfk, "--hop", "0s"}, 2},
+		{[]string{"transcribe", jfk, "--hop", "-1s"}, 2},
 		{[]string{"transcribe", jfk, "--engine", "whisper", "--model", filepath.Join(t.TempDir(), "none.bin")}, 1},
 		{[]string{"wer", "--mode", "fast"}, 2},
 		{[]string{"wer", t.TempDir()}, 1},

@@ -114,7 +114,7 @@ func decodeWhole(ctx context.Context, e asr.Engine, path string, cfg asr.Config)
 		return "", err
 	}
 	piece := int(audio.DurationToSamples(source.DefaultFrameDuration, audio.PipelineRate))
-	hop := int(audio.DurationToSamples(cfg.Hop, audio.PipelineRate))
+	hop := int(audio.DurationToSamples(cfg.EffectiveHop(), audio.PipelineRate))
 	since := 0
 	for s := f.Samples; len(s) > 0; {
 		n := min(piece, len(s))

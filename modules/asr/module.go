@@ -16,8 +16,9 @@ import (
 type Config struct {
 	// Engine names the recogniser: "pocketsphinx" or "whisper".
 	Engine string `yaml:"engine"`
-	// Hop is how much new audio triggers the next partial hypothesis. Decodes never
-	// overlap: audio that arrives during one waits for the next.
+	// Hop is how much new audio triggers the next partial hypothesis (0: the engine's
+	// default, DefaultHop). Decodes never overlap: audio that arrives during one waits
+	// for the next.
 	Hop time.Duration `yaml:"hop"`
 	// Agreement is n of the LocalAgreement-n policy: how many consecutive hypotheses
 	// must agree before a word is reported.
@@ -42,6 +43,11 @@ type Config struct {
 	// FinalDecoder. Costs: decodes that resumed speech throws away, and pocketsphinx's
 	// models loaded a second time (about 90 MB). The turn-based baseline turns it off.
 	Speculative bool `yaml:"speculative"`
+	// SpeculateAtPause starts the speculative final decode at the VAD's pause (MinSilence
+	// after the speech) rather than at the segment's end (MergeGap after it): earlier by
+	// the difference, and void if the speech resumes. Trailing must then fit within
+	// MinSilence after the padded end for the audio to be there.
+	SpeculateAtPause bool `yaml:"-"`
 	// EarlyFinal reports the words of a speculative final decode as soon as it is done,
 	// before the end of turn (as uncommitted words with stability 1), so that a reply
 	// can be prepared for the transcript the turn will most likely end with.
@@ -58,11 +64,10 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: pocketsphinx (the engine that works without
-// downloads), a 300 ms hop, LocalAgreement-2 and speculative final decoding.
+// downloads), the engine's hop, LocalAgreement-2 and speculative final decoding.
 func DefaultConfig() Config {
 	return Config{
 		Engine:       "pocketsphinx",
-		Hop:          300 * time.Millisecond,
 		Agreement:    2,
 		PreRoll:      200 * time.Millisecond,
 		Trailing:     300 * time.Millisecond,
@@ -73,11 +78,32 @@ func DefaultConfig() Config {
 	}
 }
 
+// DefaultHop is the hop of an engine when the configuration gives none. Whisper decodes
+// the whole utterance again for each partial hypothesis, so its hop is what keeps it
+// real time on small machines (300 ms: docs/MEASUREMENTS.md). Pocketsphinx decodes the
+// audio as it comes and reading its hypothesis costs little, so a short hop only makes
+// its words fresher (100 ms: a barge-in's words, and the words a reply is prepared for,
+// are confirmed 200 ms sooner).
+func DefaultHop(engine string) time.Duration {
+	if engine == "whisper" {
+		return 300 * time.Millisecond
+	}
+	return 100 * time.Millisecond
+}
+
+// EffectiveHop is the hop in force: Hop, or the engine's default.
+func (c Config) EffectiveHop() time.Duration {
+	if c.Hop > 0 {
+		return c.Hop
+	}
+	return DefaultHop(c.Engine)
+}
+
 // Validate reports the first setting that cannot work.
 func (c Config) Validate() error {
 	switch {
-	case c.Hop <= 0:
-		return fmt.Errorf("asr: hop %v must be positive", c.Hop)
+	case c.Hop < 0:
+		return fmt.Errorf("asr: hop %v must not be negative", c.Hop)
 	case c.Agreement < 1:
 		return fmt.Errorf("asr: agreement %d must be at least 1", c.Agreement)
 	case c.PreRoll < 0 || c.Trailing < 0:
@@ -117,7 +143,7 @@ func (m *Module) Name() string { return m.name }
 func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	r := &runner{
 		m: m, p: p, log: p.Logger(),
-		hop:      audio.DurationToSamples(m.cfg.Hop, audio.PipelineRate),
+		hop:      audio.DurationToSamples(m.cfg.EffectiveHop(), audio.PipelineRate),
 		preRoll:  audio.DurationToSamples(m.cfg.PreRoll, audio.PipelineRate),
 		trailing: audio.DurationToSamples(m.cfg.Trailing, audio.PipelineRate),
 		history:  audio.DurationToSamples(m.cfg.History, audio.PipelineRate),
@@ -224,9 +250,11 @@ type utterance struct {
 	speechStart, speechEnd int64 // from the end of turn; -1 when unknown
 
 	// The turn's speech segments, which tell when to speculate: seg is the open
-	// segment ("" when none), segEnd the end of the last one that ended (-1: none yet).
+	// segment ("" when none), segEnd the end of the last one that ended (-1: none yet)
+	// or, while paused, the end the open one will have if its speech does not resume.
 	seg    iu.ID
 	segEnd int64
+	paused bool
 	// fin is the FinalOf decode of the utterance, running or done: started
 	// speculatively when the last segment ended, or at the end of turn.
 	fin *finalDecode
@@ -318,6 +346,15 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 		case iu.Commit:
 			r.segmentEnd(up.IU.ID, pl)
 		}
+	case vad.Pause:
+		if r.m.cfg.SpeculateAtPause && len(up.IU.GroundedIn) > 0 {
+			switch up.Type {
+			case iu.Add:
+				r.segmentPause(up.IU.GroundedIn[0], pl)
+			case iu.Revoke:
+				r.segmentResume(up.IU.GroundedIn[0])
+			}
+		}
 	case vad.EndOfTurn:
 		if from := r.m.cfg.EndOfTurnFrom; up.Type == iu.Add && (from == "" || up.IU.ID.Creator() == from) {
 			r.endOfTurn(pl)
@@ -359,7 +396,7 @@ func durOf(n int64) time.Duration     { return audio.SamplesToDuration(n, audio.
 // decode of the audio so far is of no use any more.
 func (r *runner) segmentStart(id iu.ID, seg vad.Segment) {
 	if u := r.cur; u != nil {
-		u.seg = id
+		u.seg, u.paused = id, false
 		r.dropFinal(u, "speech resumed")
 		return
 	}
@@ -382,11 +419,31 @@ func (r *runner) segmentStart(id iu.ID, seg vad.Segment) {
 	r.queue = append(r.queue, u)
 }
 
-// segmentEnd notes where the turn's speech ended so far.
+// segmentEnd notes where the turn's speech ended so far. A speculation started at the
+// segment's pause stands if the segment ended where the pause said.
 func (r *runner) segmentEnd(id iu.ID, seg vad.Segment) {
 	if u := r.cur; u != nil && u.seg == id {
-		u.seg = ""
+		u.seg, u.paused = "", false
 		u.segEnd = samplesOf(seg.End)
+		if f := u.fin; f != nil && f.end != r.speculationEnd(u) {
+			r.dropFinal(u, "the segment ended elsewhere than its pause")
+		}
+	}
+}
+
+// segmentPause: the open segment's speech paused; it will end at p.End unless it resumes.
+func (r *runner) segmentPause(seg iu.ID, p vad.Pause) {
+	if u := r.cur; u != nil && u.seg == seg {
+		u.paused = true
+		u.segEnd = samplesOf(p.End)
+	}
+}
+
+// segmentResume: the paused segment's speech went on; a speculation on its pause is void.
+func (r *runner) segmentResume(seg iu.ID) {
+	if u := r.cur; u != nil && u.seg == seg && u.paused {
+		u.paused = false
+		r.dropFinal(u, "speech resumed")
 	}
 }
 
@@ -515,12 +572,15 @@ func (r *runner) advance(ctx context.Context) error {
 // now, and whether one is due: the turn's last segment has ended, Trailing audio after
 // it has arrived and no final decode of u is running or done.
 func (r *runner) speculation(u *utterance) (end int64, due bool) {
-	if !r.speculate || u != r.cur || u.seg != "" || u.segEnd < 0 || u.fin != nil {
+	if !r.speculate || u != r.cur || u.seg != "" && !u.paused || u.segEnd < 0 || u.fin != nil {
 		return 0, false
 	}
-	end = max(u.segEnd+r.trailing, u.start)
+	end = r.speculationEnd(u)
 	return end, u.recv >= end
 }
+
+// speculationEnd is the end of the audio a speculative final decode of u covers.
+func (r *runner) speculationEnd(u *utterance) int64 { return max(u.segEnd+r.trailing, u.start) }
 
 // schedule starts the next engine job when none runs and one is due.
 func (r *runner) schedule(ctx context.Context) {

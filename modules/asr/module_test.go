@@ -124,6 +124,10 @@ type step struct {
 	// is not zero (an end-of-turn policy that disagrees with the segments).
 	eot    bool
 	eotEnd time.Duration
+	// pause reports a pause of the open segment's speech, which ended pauseLag ago;
+	// resume withdraws it (the speech went on). An end after a pause ends the segment
+	// where the pause said.
+	pause, resume bool
 	// wait blocks the driver until the channel is closed (real clock only).
 	wait <-chan struct{}
 }
@@ -131,6 +135,7 @@ type step struct {
 const (
 	frameLen = 320 // 20 ms
 	segLag   = 200 * time.Millisecond
+	pauseLag = 100 * time.Millisecond
 )
 
 // driver plays a script of audio frames and VAD IUs, one frame per 20 ms of the
@@ -143,8 +148,8 @@ func markingDriver(steps []step, pace bool, mark func(string)) iu.Module {
 	return iu.ModuleFunc{ModuleName: "driver", Fn: func(ctx context.Context, p *iu.Ports) error {
 		start := p.Now()
 		var pos, turnStart int64 = 0, -1
-		var seg iu.IU
-		var segOpen bool
+		var seg, pause iu.IU
+		var segOpen, paused bool
 		var speechEnd time.Duration
 		for _, s := range steps {
 			if s.wait != nil {
@@ -164,11 +169,32 @@ func markingDriver(steps []step, pace bool, mark func(string)) iu.Module {
 				if err := p.Send(ctx, iu.AddOf(seg)); err != nil {
 					return err
 				}
+			case s.pause:
+				pause, paused = p.NewIU(vad.Pause{End: durOf(pos) - pauseLag}, seg.ID), true
+				if mark != nil {
+					mark("pause")
+				}
+				if err := p.Send(ctx, iu.AddOf(pause)); err != nil {
+					return err
+				}
+			case s.resume:
+				paused = false
+				if err := p.Send(ctx, iu.RevokeOf(pause)); err != nil {
+					return err
+				}
 			case s.end:
 				pl := seg.Payload.(vad.Segment)
 				pl.End = durOf(pos) - segLag
+				var ups []iu.Update
+				if paused {
+					pl.End, paused = pause.Payload.(vad.Pause).End, false
+					ups = append(ups, iu.CommitOf(pause))
+					if mark != nil {
+						mark("end")
+					}
+				}
 				seg.Payload, segOpen, speechEnd = pl, false, pl.End
-				if err := p.Send(ctx, iu.CommitOf(seg)); err != nil {
+				if err := p.Send(ctx, append(ups, iu.CommitOf(seg))...); err != nil {
 					return err
 				}
 			case s.eot:
@@ -467,7 +493,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, mod := range map[string]func(*asr.Config){
-		"zero hop":          func(c *asr.Config) { c.Hop = 0 },
+		"negative hop":      func(c *asr.Config) { c.Hop = -time.Millisecond },
 		"zero agreement":    func(c *asr.Config) { c.Agreement = 0 },
 		"negative pre-roll": func(c *asr.Config) { c.PreRoll = -1 },
 		"short history":     func(c *asr.Config) { c.History = c.PreRoll },

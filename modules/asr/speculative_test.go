@@ -227,3 +227,51 @@ func TestModuleSpeculativeNeedsStatelessFinal(t *testing.T) {
 		t.Errorf("updates with speculation %q, without %q", traces[0], traces[1])
 	}
 }
+
+// TestModuleSpeculatesAtPause: with SpeculateAtPause the final decode starts at the
+// VAD's pause, before the segment's end confirms it, and covers Trailing after the end
+// the pause announced; a pause the speech resumed after is void (its decode dropped),
+// and the next one speculates again. The utterance commits the last decode's words.
+func TestModuleSpeculatesAtPause(t *testing.T) {
+	cfg := scriptedConfig()
+	cfg.SpeculateAtPause = true
+	cfg.Trailing = 70 * time.Millisecond
+	start := 400*time.Millisecond - cfg.PreRoll
+	t.Run("confirmed", func(t *testing.T) {
+		// Speech from 0.4 s to 1.3 s; the pause 100 ms later, the segment's end 60 ms
+		// after that.
+		steps := []step{{frames: 20}, {onset: true}, {frames: 50}, {pause: true}, {frames: 3}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
+		e := &sideScripted{scripted: scripted{partials: []string{"go", "go forward"}}, finals: []string{"go forward ten meters"}}
+		got, err := runDriver(t, cfg, e, markingDriver(steps, true, e.record), true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if utts := asrtest.Contract(t, got); len(utts) != 1 || utts[0].Text != "go forward ten meters" {
+			t.Fatalf("utterances %+v", utts)
+		}
+		want := fmt.Sprintf("finalof %d", samplesFor(start, 1300*time.Millisecond+cfg.Trailing))
+		calls := e.calls()
+		pause, fin, end := slices.Index(calls, "pause"), slices.Index(calls, want), slices.Index(calls, "end")
+		if pause < 0 || fin < 0 || end < 0 || !(pause < fin && fin < end) || strings.Count(strings.Join(calls, ","), "finalof") != 1 {
+			t.Errorf("engine calls %q; want one %q between the pause and the segment's end", calls, want)
+		}
+	})
+	t.Run("resumed", func(t *testing.T) {
+		// A pause at 1.0 s the speech goes on after (merged into the segment), then the
+		// real one at 1.6 s.
+		steps := []step{{frames: 20}, {onset: true}, {frames: 35}, {pause: true}, {frames: 3}, {resume: true}, {frames: 27},
+			{pause: true}, {frames: 3}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
+		e := &sideScripted{scripted: scripted{partials: []string{"a", "a b"}}, finals: []string{"stale", "fresh words"}}
+		got, err := runDriver(t, cfg, e, markingDriver(steps, true, e.record), true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if utts := asrtest.Contract(t, got); len(utts) != 1 || utts[0].Text != "fresh words" {
+			t.Fatalf("utterances %+v (want the decode after the second pause)", utts)
+		}
+		second := fmt.Sprintf("finalof %d", samplesFor(start, 1600*time.Millisecond+cfg.Trailing))
+		if calls := e.calls(); !slices.Contains(calls, second) {
+			t.Errorf("engine calls %q; want %q", calls, second)
+		}
+	})
+}

@@ -124,8 +124,9 @@ type ReengageConfig struct {
 // when the user goes on or the words change.
 type PrepareConfig struct {
 	// After is the silence after the user's speech that starts the preparation (0: off).
-	// The VAD reports the end of a speech segment once its merge gap (200 ms) has
-	// passed, so values below that start as soon as the segment ends.
+	// The VAD reports a pause once MinSilence (100 ms) of silence followed the speech,
+	// a window or two after it, so values below that start as soon as the pause is
+	// reported; a pause the speech resumes after withdraws the preparation.
 	After time.Duration `yaml:"after"`
 }
 
@@ -162,6 +163,8 @@ func DefaultConfig() Config {
 			EarlyWords:     2,
 			Grace:          2 * time.Second,
 		},
-		Prepare: PrepareConfig{After: 200 * time.Millisecond},
+		// 100 ms: the preparation starts with the VAD's pause (MinSilence after the
+		// speech, reported 100–160 ms after it), with the speculative final decode.
+		Prepare: PrepareConfig{After: 100 * time.Millisecond},
 	}
 }

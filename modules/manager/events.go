@@ -14,6 +14,8 @@ type Event struct {
 	CandidateDropped *CandidateDropped
 	SpeechStart      *SpeechStart
 	SpeechEnd        *SpeechEnd
+	SpeechPause      *SpeechPause
+	SpeechResume     *SpeechResume
 	EndOfTurn        *EndOfTurn
 	Words            *Words
 	Utterance        *Utterance
@@ -40,6 +42,16 @@ type SpeechStart struct {
 type SpeechEnd struct {
 	End time.Time
 }
+
+// SpeechPause: the user's speech stopped and the segment will end at End (clock time)
+// unless it resumes (SpeechResume); SpeechEnd confirms it. Only the preparation of a
+// reply takes it into account: it may start then.
+type SpeechPause struct {
+	End time.Time
+}
+
+// SpeechResume: the user's speech went on after a SpeechPause.
+type SpeechResume struct{}
 
 // EndOfTurn: the user's turn ended (silence long enough after speech).
 type EndOfTurn struct {

@@ -238,6 +238,13 @@ func (c *conversation) update(ctx context.Context, up iu.Update) error {
 		case iu.Commit:
 			return c.handle(ctx, Event{SpeechEnd: &SpeechEnd{End: c.at(pl.End)}})
 		}
+	case vad.Pause:
+		switch up.Type {
+		case iu.Add:
+			return c.handle(ctx, Event{SpeechPause: &SpeechPause{End: c.at(pl.End)}})
+		case iu.Revoke:
+			return c.handle(ctx, Event{SpeechResume: &SpeechResume{}})
+		}
 	case vad.EndOfTurn:
 		if from := c.m.opts.EndOfTurnFrom; up.Type == iu.Add && (from == "" || u.ID.Creator() == from) {
 			c.eotPending = true

@@ -17,13 +17,21 @@ type preparation struct {
 // prepareDue reports whether a reply may be prepared now that the user is silent: the
 // feature is on, no agent turn or preparation is under way, and there are words to answer.
 func (t *Turns) prepareDue() bool {
-	return t.cfg.Prepare.After > 0 && t.prep == nil && t.agent == nil && !t.userSpeaking &&
-		!t.speechEndAt.IsZero() && len(t.words) > 0
+	return t.cfg.Prepare.After > 0 && t.prep == nil && t.agent == nil && !t.silentSince().IsZero() && len(t.words) > 0
+}
+
+// silentSince returns when the user's speech ended, or will have ended if the pause the
+// VAD reported holds; zero while they speak.
+func (t *Turns) silentSince() time.Time {
+	if t.userSpeaking {
+		return t.pausedAt
+	}
+	return t.speechEndAt
 }
 
 // maybePrepare prepares the reply once the silence after the user's speech has lasted.
 func (t *Turns) maybePrepare(now time.Time, acts []Action) []Action {
-	if !t.prepareDue() || now.Before(t.speechEndAt.Add(t.cfg.Prepare.After)) {
+	if !t.prepareDue() || now.Before(t.silentSince().Add(t.cfg.Prepare.After)) {
 		return acts
 	}
 	t.prep = &preparation{userTurn: t.newTurnID(), agentTurn: t.newTurnID(), text: strings.Join(t.words, " ")}

@@ -44,6 +44,9 @@ type Turns struct {
 	prep        *preparation
 	words       []string
 	speechEndAt time.Time
+	// pausedAt is where the user's speech will have ended if the pause the VAD reported
+	// holds (zero when none): a reply may be prepared from then on.
+	pausedAt time.Time
 	// pendingUser holds a user utterance that arrived before the agent turn was closed;
 	// it is stored right after, to keep the history in order.
 	pendingUser *AppendUser
@@ -94,7 +97,7 @@ func (t *Turns) Deadline() time.Time {
 		}
 	}
 	if t.prepareDue() {
-		pd := t.speechEndAt.Add(t.cfg.Prepare.After)
+		pd := t.silentSince().Add(t.cfg.Prepare.After)
 		if d.IsZero() || pd.Before(d) {
 			d = pd
 		}
@@ -149,7 +152,18 @@ func (t *Turns) Handle(ev Event) []Action {
 		}
 	case ev.SpeechStart != nil:
 		acts = t.speechStart(ev, acts)
+	case ev.SpeechPause != nil:
+		if t.userSpeaking {
+			t.pausedAt = ev.SpeechPause.End
+			acts = t.maybePrepare(ev.At, acts)
+		}
+	case ev.SpeechResume != nil:
+		if !t.pausedAt.IsZero() {
+			t.pausedAt = time.Time{}
+			acts = t.withdraw(acts, "the user goes on")
+		}
 	case ev.SpeechEnd != nil:
+		t.pausedAt = time.Time{}
 		t.userSpeaking = false
 		t.lastActivity = ev.At
 		t.speechEndAt = ev.SpeechEnd.End
@@ -208,7 +222,7 @@ func (t *Turns) speechStart(ev Event, acts []Action) []Action {
 	}
 	t.userSpeaking = true
 	t.lastActivity = ev.At
-	t.speechEndAt = time.Time{}
+	t.speechEndAt, t.pausedAt = time.Time{}, time.Time{}
 	acts = t.withdraw(acts, "the user goes on")
 	if t.agentActive() && t.cfg.BargeIn.Enabled {
 		// The agent is talking or about to: hold its audio while we find out whether
@@ -232,7 +246,7 @@ func (t *Turns) handleUtterance(ev Event, acts []Action) []Action {
 	overlap := t.overlapUtterance
 	t.overlapUtterance = false
 	t.lastActivity = ev.At
-	t.words, t.speechEndAt = t.words[:0], time.Time{}
+	t.words, t.speechEndAt, t.pausedAt = t.words[:0], time.Time{}, time.Time{}
 	acts = t.decideOnUtterance(strings.Fields(text), acts)
 	if text == "" {
 		t.verdict = nil

@@ -28,6 +28,8 @@ func candidate(ms int) Event   { return Event{Candidate: &Candidate{Onset: at(ms
 func dropped() Event           { return Event{CandidateDropped: &CandidateDropped{}} }
 func speechEnd(ms int) Event   { return Event{SpeechEnd: &SpeechEnd{End: at(ms)}} }
 func words(w ...string) Event  { return Event{Words: &Words{Words: w}} }
+func heard(w ...string) Event  { return Event{Words: &Words{Words: w, All: w}} }
+func paused(ms int) Event      { return Event{SpeechPause: &SpeechPause{End: at(ms)}} }
 func utterance(s string) Event { return Event{Utterance: &Utterance{Text: s}} }
 func reply(turn int, text string, interrupted bool) Event {
 	return Event{Reply: &Reply{TurnID: turn, Text: text, Interrupted: interrupted}}
@@ -63,6 +65,10 @@ func describe(acts []Action) []string {
 			out = append(out, fmt.Sprintf("%s %d %q", kind, a.CloseAgent.TurnID, a.CloseAgent.Text))
 		case a.Say != nil:
 			out = append(out, fmt.Sprintf("say %d %q", a.Say.TurnID, a.Say.Text))
+		case a.Prepare != nil:
+			out = append(out, fmt.Sprintf("prepare %d %q", a.Prepare.TurnID, a.Prepare.Text))
+		case a.Withdraw != nil:
+			out = append(out, fmt.Sprintf("withdraw %d", a.Withdraw.TurnID))
 		}
 	}
 	return out
@@ -124,6 +130,23 @@ func TestTurns(t *testing.T) {
 				agentSpeaks(4, 7000, "Fine.", `agent 4 "Fine."`),
 			),
 			final: SilenceAfterAgent,
+		},
+		{
+			name: "a reply is prepared at the user's pause, withdrawn when the speech resumes, and confirmed by the turn's end",
+			cfg:  func(c *Config) { c.Prepare.After = 100 * time.Millisecond },
+			steps: []step{
+				{ms: 0, ev: speechStart(0)},
+				{ms: 800, ev: heard("turn", "on")},
+				{ms: 1000, ev: paused(900), want: []string{`prepare 2 "turn on"`}},
+				{ms: 1050, ev: Event{SpeechResume: &SpeechResume{}}, want: []string{"withdraw 2"}},
+				{ms: 1500, ev: heard("turn", "on", "the", "lamp")},
+				{ms: 1650, ev: paused(1600)},
+				{ms: 1700, tick: true, want: []string{`prepare 2 "turn on the lamp"`}},
+				{ms: 1760, ev: speechEnd(1600)},
+				{ms: 1900, ev: Event{EndOfTurn: &EndOfTurn{SpeechEnd: at(1600)}}},
+				{ms: 1950, ev: utterance("turn on the lamp"), want: []string{`user 1 "turn on the lamp"`, "respond 2"}},
+			},
+			final: SilenceAfterUser,
 		},
 		{
 			name: "real barge-in interrupts and the user's turn follows the cut agent turn",

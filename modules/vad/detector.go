@@ -77,6 +77,13 @@ const (
 	evCandidate
 	// evDropped: the candidate ended too short to be speech.
 	evDropped
+	// evPause: the open segment's speech stopped MinSilence ago; End is the padded end
+	// it will have unless speech resumes within MergeGap (then evResume). Listeners
+	// that prepare for the end (a speculative final decode) start here, MergeGap −
+	// MinSilence before evEnd.
+	evPause
+	// evResume: the speech of a paused segment went on; its evPause is void.
+	evResume
 )
 
 func (k eventKind) String() string {
@@ -91,6 +98,10 @@ func (k eventKind) String() string {
 		return "candidate"
 	case evDropped:
 		return "dropped"
+	case evPause:
+		return "pause"
+	case evResume:
+		return "resume"
 	}
 	return "event?"
 }
@@ -179,8 +190,13 @@ func (d *detector) speechEnded(kept bool, end int64, evs []event) []event {
 		// window that would have confirmed it. Report the onset now.
 		evs = d.onset(start, evs)
 	}
+	if d.open.ended {
+		// Merged into a segment that had paused (in the same window that would have
+		// confirmed the merge): that pause is void.
+		evs = append(evs, event{Kind: evResume, RawStart: d.open.start, At: d.next})
+	}
 	d.open.rawEnd, d.open.ended = end, true
-	return evs
+	return append(evs, event{Kind: evPause, Start: max(d.open.start-d.p.pad, d.base), End: min(end+d.p.pad, d.limit), RawStart: d.open.start, At: d.next})
 }
 
 // confirm reports the onset of a running candidate as soon as it is sure to be kept.
@@ -200,7 +216,7 @@ func (d *detector) confirm(evs []event) []event {
 	if d.open != nil && d.open.ended && d.start-d.open.rawEnd < d.p.mergeGap {
 		// It continues the open segment: the pending end is withdrawn.
 		d.open.ended = false
-		return evs
+		return append(evs, event{Kind: evResume, RawStart: d.open.start, At: d.next})
 	}
 	if d.open != nil && !d.open.ended {
 		return evs // already part of the open segment

@@ -144,10 +144,11 @@ func TestDetectorCandidates(t *testing.T) {
 		want  []eventKind
 	}{
 		{"a click is withdrawn", windows(0.0, 10, 0.9, 3, 0.0, 40), []eventKind{evCandidate, evDropped}},
-		{"speech is confirmed", windows(0.0, 10, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evEnd, evTurnEnd}},
-		{"a pause within a segment starts no new candidate", windows(0.0, 10, 0.9, 20, 0.0, 2, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evEnd, evTurnEnd}},
+		{"speech is confirmed", windows(0.0, 10, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evEnd, evTurnEnd}},
+		{"a gap shorter than MinSilence is no pause", windows(0.0, 10, 0.9, 20, 0.0, 2, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evEnd, evTurnEnd}},
+		{"speech resumed within MergeGap voids the pause", windows(0.0, 10, 0.9, 20, 0.0, 5, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evResume, evPause, evEnd, evTurnEnd}},
 		{"two clicks", windows(0.0, 5, 0.9, 2, 0.0, 10, 0.9, 2, 0.0, 30), []eventKind{evCandidate, evDropped, evCandidate, evDropped}},
-		{"speech running into the end of the stream", windows(0.0, 5, 0.9, 30), []eventKind{evCandidate, evOnset, evEnd, evTurnEnd}},
+		{"speech running into the end of the stream", windows(0.0, 5, 0.9, 30), []eventKind{evCandidate, evOnset, evPause, evEnd, evTurnEnd}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,14 +173,14 @@ func TestDetectorEventTiming(t *testing.T) {
 	for i, e := range evs {
 		kinds[i] = e.Kind
 	}
-	if !slices.Equal(kinds, []eventKind{evCandidate, evOnset, evEnd, evTurnEnd}) {
+	if !slices.Equal(kinds, []eventKind{evCandidate, evOnset, evPause, evEnd, evTurnEnd}) {
 		t.Fatalf("events %v", kinds)
 	}
 	// Possible speech is announced by the first speech window, 250 ms before the onset.
 	if cand := evs[0]; cand.At != int64(10+1)*w || cand.RawStart != 10*w || cand.Start != 10*w-p.pad {
 		t.Errorf("candidate %+v, want it decided at the end of window 10", cand)
 	}
-	onset, end, eot := evs[1], evs[2], evs[3]
+	onset, pause, end, eot := evs[1], evs[2], evs[3], evs[4]
 	// The onset is confirmed as soon as the speech is sure to last more than MinSpeech:
 	// after the window that ends 250 ms past the start.
 	if wantAt := int64(10+8) * w; onset.At != wantAt {
@@ -187,6 +188,14 @@ func TestDetectorEventTiming(t *testing.T) {
 	}
 	if onset.Start != 10*w-p.pad || onset.RawStart != 10*w {
 		t.Errorf("onset start %d raw %d", onset.Start, onset.RawStart)
+	}
+	// The pause is reported at the end of the first window that starts MinSilence
+	// after the raw end (window 30), with the end the segment will have.
+	if pause.At < 30*w+p.minSilence || pause.At > 30*w+p.minSilence+2*w {
+		t.Errorf("pause reported at %d, want within two windows after %d", pause.At, 30*w+p.minSilence)
+	}
+	if pause.End != 30*w+p.pad {
+		t.Errorf("pause end %d, want %d", pause.End, 30*w+p.pad)
 	}
 	// The end is reported once MergeGap has passed since the raw end (window 30).
 	if end.At < 30*w+p.mergeGap || end.At > 30*w+p.mergeGap+w {
@@ -271,8 +280,8 @@ func TestDetectorMatchesBatch(t *testing.T) {
 
 func checkEventOrder(t *testing.T, evs []event) {
 	t.Helper()
-	open, turn := false, false
-	var last int64
+	open, turn, paused := false, false, false
+	var last, pauseEnd int64
 	for _, e := range evs {
 		if e.At < last {
 			t.Fatalf("events out of stream order: %v", evs)
@@ -287,11 +296,24 @@ func checkEventOrder(t *testing.T, evs []event) {
 				t.Fatalf("onset reported before it happened: %v", e)
 			}
 			open, turn = true, true
+		case evPause:
+			if !open || paused {
+				t.Fatalf("pause without an open segment or twice: %v", evs)
+			}
+			paused, pauseEnd = true, e.End
+		case evResume:
+			if !paused {
+				t.Fatalf("resume without a pause: %v", evs)
+			}
+			paused = false
 		case evEnd:
 			if !open {
 				t.Fatalf("end without onset: %v", evs)
 			}
-			open = false
+			if !paused || e.End != pauseEnd {
+				t.Fatalf("end %v without a pause at its end (paused %v at %d): %v", e, paused, pauseEnd, evs)
+			}
+			open, paused = false, false
 		case evTurnEnd:
 			if open || !turn {
 				t.Fatalf("turn end while a segment is open or without speech: %v", evs)

@@ -115,6 +115,22 @@ func (s Segment) Summary() string {
 	return fmt.Sprintf("speech %.2fs–%s%s", s.Start.Seconds(), end, ov)
 }
 
+// Pause is the payload of a pause in the open segment's speech (kind "vad-pause"),
+// grounded in the segment: ADDed once MinSilence of silence followed the speech, with
+// End the padded end the segment will have; REVOKEd when the speech resumes within
+// MergeGap (the segment goes on); COMMITted just before the segment, when it ended
+// there. It comes MergeGap − MinSilence (about 60 ms with the defaults) before the
+// segment's end, for listeners that prepare for the end (a speculative final decode).
+type Pause struct {
+	End time.Duration
+}
+
+// Kind implements iu.Payload.
+func (Pause) Kind() string { return "vad-pause" }
+
+// Summary implements iu.Payload.
+func (p Pause) Summary() string { return fmt.Sprintf("pause after %.2fs", p.End.Seconds()) }
+
 // Candidate is the payload of possible speech (kind "vad-candidate"): ADDed at the
 // first window that sounds like speech, COMMITted when the speech lasted long enough to
 // be a Segment (whose ADD follows), REVOKEd when it stopped too soon (noise, a click).
@@ -238,6 +254,7 @@ type runner struct {
 
 	open      *iu.IU
 	candidate *iu.IU // the possible speech awaiting confirmation
+	pause     *iu.IU // the open segment's pause, until it resumes or the segment ends
 	turnSegs  []iu.ID
 	finished  bool // the stream ended and the detector was flushed
 }
@@ -399,9 +416,25 @@ func (r *runner) events(ctx context.Context, evs []event) error {
 			r.open = &u
 			r.turnSegs = append(r.turnSegs, u.ID)
 			ups = append(ups, iu.AddOf(u))
+		case evPause:
+			if r.open == nil {
+				continue
+			}
+			u := r.p.NewIU(Pause{End: dur(ev.End)}, r.open.ID)
+			r.pause = &u
+			ups = append(ups, iu.AddOf(u))
+		case evResume:
+			if r.pause != nil {
+				ups = append(ups, iu.RevokeOf(*r.pause))
+				r.pause = nil
+			}
 		case evEnd:
 			if r.open == nil {
 				continue
+			}
+			if r.pause != nil {
+				ups = append(ups, iu.CommitOf(*r.pause))
+				r.pause = nil
 			}
 			u := *r.open
 			seg := u.Payload.(Segment)

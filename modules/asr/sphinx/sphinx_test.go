@@ -204,7 +204,7 @@ func TestPocketsphinxFinalOf(t *testing.T) {
 	// Both streaming engines heard something before, so that their live cepstral mean
 	// is not the initial one.
 	warm := asrtest.SharedAudio(t, "jfk.wav")[:2*audio.PipelineRate]
-	hop := int(audio.DurationToSamples(asr.DefaultConfig().Hop, audio.PipelineRate))
+	hop := int(audio.DurationToSamples(asr.DefaultConfig().EffectiveHop(), audio.PipelineRate))
 	asrtest.StreamDecode(t, e, warm, hop)
 	asrtest.StreamDecode(t, twin, warm, hop)
 	must := func(h asr.Hypothesis, err error) asr.Hypothesis {
@@ -305,7 +305,7 @@ func TestPocketsphinxWERMatchesCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	hop := int(audio.DurationToSamples(asr.DefaultConfig().Hop, audio.PipelineRate))
+	hop := int(audio.DurationToSamples(asr.DefaultConfig().EffectiveHop(), audio.PipelineRate))
 	tmp := t.TempDir()
 	var ours, theirs wer.Result
 	for _, tr := range ts {
@@ -367,7 +367,7 @@ func BenchmarkPocketsphinxStreaming(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.Close()
-			benchStreaming(b, e, asrtest.SharedAudio(b, "jfk.wav"), int(audio.DurationToSamples(asr.DefaultConfig().Hop, audio.PipelineRate)))
+			benchStreaming(b, e, asrtest.SharedAudio(b, "jfk.wav"), int(audio.DurationToSamples(asr.DefaultConfig().EffectiveHop(), audio.PipelineRate)))
 		})
 	}
 }

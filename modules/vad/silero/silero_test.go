@@ -133,6 +133,13 @@ type runResult struct {
 	candidates         []received // ADDs of possible speech
 	confirmed, dropped int
 	eos                int // ends of stream passed on
+
+	// pauses are the committed pauses' ends, with the segments they are grounded in;
+	// resumed counts the revoked ones.
+	pauses     []vad.Pause
+	pausedSegs []iu.ID
+	pauseAdds  int
+	resumed    int
 }
 
 // runVAD plays path through a VAD module on a virtual clock.
@@ -191,6 +198,16 @@ func runVAD(t *testing.T, path string, cfg vad.Config, tail time.Duration, extra
 		case audio.EndOfStream:
 			if r.up.Type == iu.Add {
 				res.eos++
+			}
+		case vad.Pause:
+			switch r.up.Type {
+			case iu.Add:
+				res.pauseAdds++
+			case iu.Commit:
+				res.pauses = append(res.pauses, pl)
+				res.pausedSegs = append(res.pausedSegs, r.up.IU.GroundedIn...)
+			case iu.Revoke:
+				res.resumed++
 			}
 		case vad.Candidate:
 			switch r.up.Type {
@@ -271,6 +288,17 @@ func TestJFKSegments(t *testing.T) {
 	}
 	if tool := vadTool(t, path); !sameSpans(tool, want, 0.011) {
 		t.Errorf("whisper-vad-speech-segments found %v, expected %v", tool, want)
+	}
+
+	// Every segment's end was announced by a pause grounded in it, with the same end;
+	// pauses the speech went on after were withdrawn.
+	if len(res.pauses) != len(res.segments) || res.pauseAdds != len(res.pauses)+res.resumed {
+		t.Errorf("%d pauses added, %d committed, %d withdrawn; %d segments", res.pauseAdds, len(res.pauses), res.resumed, len(res.segments))
+	}
+	for i := range min(len(res.pauses), len(res.segments), len(res.adds)) {
+		if res.pauses[i].End != res.segments[i].End || res.pausedSegs[i] != res.adds[i].up.IU.ID {
+			t.Errorf("pause %d ends at %v in %s; segment %s ends at %v", i, res.pauses[i].End, res.pausedSegs[i], res.adds[i].up.IU.ID, res.segments[i].End)
+		}
 	}
 
 	cfg := vad.DefaultConfig()
