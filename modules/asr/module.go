@@ -43,10 +43,10 @@ type Config struct {
 	// FinalDecoder. Costs: decodes that resumed speech throws away, and pocketsphinx's
 	// models loaded a second time (about 90 MB). The turn-based baseline turns it off.
 	Speculative bool `yaml:"speculative"`
-	// SpeculateAtPause starts the speculative final decode at the VAD's pause (MinSilence
-	// after the speech) rather than at the segment's end (MergeGap after it): earlier by
-	// the difference, and void if the speech resumes. Trailing must then fit within
-	// MinSilence after the padded end for the audio to be there.
+	// SpeculateAtPause lets the speculative final decode start from the VAD's pause
+	// (MinSilence after the speech) rather than from the segment's end (MergeGap after
+	// it), as soon as Trailing audio after the pause's end is in; a pause the speech
+	// resumes after voids it.
 	SpeculateAtPause bool `yaml:"-"`
 	// EarlyFinal reports the words of a speculative final decode as soon as it is done,
 	// before the end of turn (as uncommitted words with stability 1), so that a reply

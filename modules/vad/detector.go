@@ -196,7 +196,13 @@ func (d *detector) speechEnded(kept bool, end int64, evs []event) []event {
 		evs = append(evs, event{Kind: evResume, RawStart: d.open.start, At: d.next})
 	}
 	d.open.rawEnd, d.open.ended = end, true
-	return append(evs, event{Kind: evPause, Start: max(d.open.start-d.p.pad, d.base), End: min(end+d.p.pad, d.limit), RawStart: d.open.start, At: d.next})
+	return append(evs, d.pause())
+}
+
+// pause is the evPause of the open segment, which has ended at its rawEnd.
+func (d *detector) pause() event {
+	o := d.open
+	return event{Kind: evPause, Start: max(o.start-d.p.pad, d.base), End: min(o.rawEnd+d.p.pad, d.limit), RawStart: o.start, At: d.next}
 }
 
 // confirm reports the onset of a running candidate as soon as it is sure to be kept.
@@ -284,6 +290,7 @@ func (d *detector) Finish() []event {
 	if d.open != nil {
 		if !d.open.ended {
 			d.open.rawEnd, d.open.ended = d.next, true
+			evs = append(evs, d.pause())
 		}
 		evs = d.finish(evs)
 	}
