@@ -23,6 +23,7 @@ import (
 	"github.com/parley-voice/parley/modules/overlap"
 	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/turnend"
+	"github.com/parley-voice/parley/modules/vad"
 	"go.uber.org/zap"
 )
 
@@ -93,6 +94,7 @@ type Agent struct {
 	AEC *aec.Module
 
 	speaker  iu.Module
+	vad      *vad.Module
 	timeline *iu.Timeline
 	closers  []func() error
 	log      *zap.Logger
@@ -360,6 +362,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		return fail(fmt.Errorf("vad: %w", err))
 	}
 	a.closers = append(a.closers, closeVAD)
+	a.vad = vadMod
 	asrCfg.Whisper.Threads = cfg.Threads().Whisper
 	asrMod, closeASR, err := openASR(NameASR, asrCfg)
 	if err != nil {

@@ -65,6 +65,9 @@ type Outcome struct {
 	// SpeakerUnderruns counts the times the output ran dry while the agent's audio
 	// was waiting to be played (the speaker module was late).
 	SpeakerUnderruns int64
+	// VADMaxLag is how far the VAD fell behind the microphone (or the recording) at
+	// worst (vad.Module.MaxLag).
+	VADMaxLag time.Duration
 }
 
 // outcome reads what agent left after its Run returned.
@@ -74,6 +77,9 @@ func (a *Agent) outcome(ctx context.Context) (Outcome, error) {
 		History: h, SessionDir: a.SessionDir}
 	if s, ok := a.speaker.(interface{ Underruns() int64 }); ok {
 		o.SpeakerUnderruns = s.Underruns()
+	}
+	if a.vad != nil {
+		o.VADMaxLag = a.vad.MaxLag()
 	}
 	return o, err
 }

@@ -54,7 +54,8 @@ func TestBenchRealistic(t *testing.T) {
 			Process float64            `json:"process_cpu_per_s"`
 			Modules map[string]float64 `json:"module_cpu_per_s"`
 		}
-		Underruns map[string]int64 `json:"speaker_underruns"`
+		Underruns map[string]int64   `json:"speaker_underruns"`
+		VADLag    map[string]float64 `json:"vad_max_lag_ms"`
 	}
 	if err := json.Unmarshal(data, &report); err != nil {
 		t.Fatal(err)
@@ -74,6 +75,9 @@ func TestBenchRealistic(t *testing.T) {
 		t.Errorf("bench.json does not count speaker underruns: %s", data)
 	} else {
 		t.Logf("speaker underruns: %d", n)
+	}
+	if lag, ok := report.VADLag["predictive"]; !ok || lag <= 0 {
+		t.Errorf("bench.json does not say how far the VAD fell behind (%v, %v): %s", lag, ok, data)
 	}
 	cpu := report.CPU["predictive"]
 	if cpu.Process <= 0 || cpu.Modules["llm"] <= 0 || cpu.Modules["asr"] <= 0 {

@@ -53,6 +53,9 @@ type benchReport struct {
 	// SpeakerUnderruns counts, per pipeline over its runs, the times the speaker ran
 	// dry while the agent's audio was waiting (the audio path starved).
 	SpeakerUnderruns map[string]int64 `json:"speaker_underruns"`
+	// VADMaxLagMS is, per pipeline, the furthest the VAD fell behind its input in any
+	// run (milliseconds; one Silero window is 32 ms).
+	VADMaxLagMS map[string]float64 `json:"vad_max_lag_ms"`
 	// EchoCancellation is the canceller's CPU time per second of audio, per pipeline
 	// (only when the scenario simulates a laptop).
 	EchoCancellation map[string]float64 `json:"echo_cancellation_cpu_per_s,omitempty"`
@@ -66,8 +69,9 @@ type benchLive struct {
 	Turns map[string][]metrics.Turn           `json:"turns"`
 	// MicDropped counts the microphone frames dropped because the pipeline fell behind,
 	// SpeakerUnderruns the times the speaker ran dry while audio was waiting.
-	MicDropped       map[string]int64 `json:"mic_dropped"`
-	SpeakerUnderruns map[string]int64 `json:"speaker_underruns"`
+	MicDropped       map[string]int64   `json:"mic_dropped"`
+	SpeakerUnderruns map[string]int64   `json:"speaker_underruns"`
+	VADMaxLagMS      map[string]float64 `json:"vad_max_lag_ms"`
 	// Devices is what each pipeline's last live run knew of the device path, and Costs
 	// what that adds to the latencies over a replay.
 	Devices map[string]liveDevices `json:"devices"`
@@ -144,7 +148,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		Machine: benchMachine{Cores: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0), Threads: cfg.Threads()},
 		Models:  benchModels(cfg),
 		Modes:   map[string]map[string]metrics.Stats{}, Turns: map[string][]metrics.Turn{}, CPU: map[string]metrics.CPU{},
-		Speculation: map[string]metrics.Speculation{}, EchoCancellation: map[string]float64{}, SpeakerUnderruns: map[string]int64{}}
+		Speculation: map[string]metrics.Speculation{}, EchoCancellation: map[string]float64{}, SpeakerUnderruns: map[string]int64{}, VADMaxLagMS: map[string]float64{}}
 	if *realistic {
 		report.Shape = *shape
 	}
@@ -155,7 +159,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		}
 		defer lb.Close()
 		report.Live = &benchLive{Modes: map[string]map[string]metrics.Stats{}, Turns: map[string][]metrics.Turn{},
-			MicDropped: map[string]int64{}, SpeakerUnderruns: map[string]int64{}, Devices: map[string]liveDevices{}, Costs: map[string][]liveCost{}}
+			MicDropped: map[string]int64{}, SpeakerUnderruns: map[string]int64{}, VADMaxLagMS: map[string]float64{}, Devices: map[string]liveDevices{}, Costs: map[string][]liveCost{}}
 	}
 	fmt.Fprintf(a.stdout, "bench: %s, %d real-time replay(s) per pipeline, config %s; threads: %s\n", scenario, *runs, from, report.Machine.Threads)
 	for _, mode := range pipeline.Pipelines {
@@ -174,6 +178,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 			turns = append(turns, res.Metrics...)
 			cpu = cpu.Add(res.CPU)
 			report.SpeakerUnderruns[mode] += res.SpeakerUnderruns
+			report.VADMaxLagMS[mode] = max(report.VADMaxLagMS[mode], ms(res.VADMaxLag))
 			if res.Speculation.Prepared > 0 {
 				report.Speculation[mode] = report.Speculation[mode].Add(res.Speculation)
 			}
@@ -198,6 +203,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 			liveTurns = append(liveTurns, run.Result.Metrics...)
 			report.Live.MicDropped[mode] += run.Result.MicDropped
 			report.Live.SpeakerUnderruns[mode] += run.Result.SpeakerUnderruns
+			report.Live.VADMaxLagMS[mode] = max(report.Live.VADMaxLagMS[mode], ms(run.Result.VADMaxLag))
 			report.Live.Devices[mode] = run.Devices
 			report.Live.Costs[mode] = run.Devices.Costs()
 			fmt.Fprintf(a.stdout, "  %s live run %d: %d exchanges\n", mode, i+1, len(run.Result.Metrics))
@@ -234,7 +240,7 @@ func (r benchReport) write(w io.Writer) {
 		if sp, ok := r.Speculation[mode]; ok {
 			fmt.Fprintf(w, "  prepared replies: %s\n", sp)
 		}
-		fmt.Fprintf(w, "  speaker underruns: %d\n", r.SpeakerUnderruns[mode])
+		fmt.Fprintf(w, "  speaker underruns: %d; the VAD behind its input: at most %.1f ms\n", r.SpeakerUnderruns[mode], r.VADMaxLagMS[mode])
 		if c, ok := r.CPU[mode]; ok && c.Wall > 0 {
 			metrics.WriteCPUTable(w, "  "+mode, c)
 		}
@@ -289,7 +295,8 @@ func (l *benchLive) write(w io.Writer, replay map[string]map[string]metrics.Stat
 			continue
 		}
 		metrics.WriteTable(w, mode+" (live, PulseAudio)", s)
-		fmt.Fprintf(w, "  microphone frames dropped: %d, speaker underruns: %d\n", l.MicDropped[mode], l.SpeakerUnderruns[mode])
+		fmt.Fprintf(w, "  microphone frames dropped: %d, speaker underruns: %d; the VAD behind the microphone: at most %.1f ms\n",
+			l.MicDropped[mode], l.SpeakerUnderruns[mode], l.VADMaxLagMS[mode])
 		fmt.Fprintf(w, "  live − replay, p50:")
 		for _, name := range metrics.Names {
 			lv, ok1 := s[name]

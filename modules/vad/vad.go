@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-voice/parley/audio"
@@ -201,7 +202,15 @@ type Module struct {
 	name   string
 	cfg    Config
 	scorer Scorer
+	// maxLag is the longest a frame waited, from its IU's creation to the end of its
+	// scoring (nanoseconds; written by Run's goroutine, read by MaxLag after it).
+	maxLag atomic.Int64
 }
+
+// MaxLag returns how far the VAD fell behind its input at worst: the longest time from
+// an audio IU's creation (by the microphone or the recording's source) to the end of its
+// scoring, over every Run so far. Zero on a virtual clock, where computing takes no time.
+func (m *Module) MaxLag() time.Duration { return time.Duration(m.maxLag.Load()) }
 
 // New returns a VAD module that scores with s. The caller keeps ownership of s.
 func New(name string, cfg Config, s Scorer) (*Module, error) {
@@ -289,7 +298,13 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 		return nil
 	case audio.Frame:
 		if up.Type == iu.Add {
-			return r.frame(ctx, up.IU.ID, pl)
+			if err := r.frame(ctx, up.IU.ID, pl); err != nil {
+				return err
+			}
+			if lag := r.p.Now().Sub(up.IU.Created); lag > r.m.MaxLag() {
+				r.m.maxLag.Store(int64(lag))
+			}
+			return nil
 		}
 	case audible:
 		r.audibleNow = pl.Audible()
