@@ -404,6 +404,15 @@ func (r *runner) flush(ctx context.Context) error {
 
 func dur(samples int64) time.Duration { return audio.SamplesToDuration(samples, audio.PipelineRate) }
 
+// settle appends the commit or revoke (how) of the IU *held, if any, and forgets it.
+func settle(held **iu.IU, how func(iu.IU) iu.Update, ups []iu.Update) []iu.Update {
+	if *held != nil {
+		ups = append(ups, how(**held))
+		*held = nil
+	}
+	return ups
+}
+
 func (r *runner) events(ctx context.Context, evs []event) error {
 	for _, ev := range evs {
 		var ups []iu.Update
@@ -414,15 +423,9 @@ func (r *runner) events(ctx context.Context, evs []event) error {
 			r.candidate = &u
 			ups = append(ups, iu.AddOf(u))
 		case evDropped:
-			if r.candidate != nil {
-				ups = append(ups, iu.RevokeOf(*r.candidate))
-				r.candidate = nil
-			}
+			ups = settle(&r.candidate, iu.RevokeOf, ups)
 		case evOnset:
-			if r.candidate != nil {
-				ups = append(ups, iu.CommitOf(*r.candidate))
-				r.candidate = nil
-			}
+			ups = settle(&r.candidate, iu.CommitOf, ups)
 			seg := Segment{
 				Start:   dur(ev.Start),
 				Overlap: r.audibleNow || r.lastAudible >= ev.RawStart,
@@ -439,18 +442,12 @@ func (r *runner) events(ctx context.Context, evs []event) error {
 			r.pause = &u
 			ups = append(ups, iu.AddOf(u))
 		case evResume:
-			if r.pause != nil {
-				ups = append(ups, iu.RevokeOf(*r.pause))
-				r.pause = nil
-			}
+			ups = settle(&r.pause, iu.RevokeOf, ups)
 		case evEnd:
 			if r.open == nil {
 				continue
 			}
-			if r.pause != nil {
-				ups = append(ups, iu.CommitOf(*r.pause))
-				r.pause = nil
-			}
+			ups = settle(&r.pause, iu.CommitOf, ups)
 			u := *r.open
 			seg := u.Payload.(Segment)
 			seg.End = dur(ev.End)
