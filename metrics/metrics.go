@@ -102,18 +102,15 @@ func (t Turn) spans() map[string]time.Duration {
 	}
 	put(VoiceToVoice, t.UserSpeechEnd, t.FirstAudible)
 	put(ASRFinal, t.EndOfTurn, t.ASRFinal)
-	llm := put
-	if t.Prepared {
-		// What was ready before the reply was asked for took no time after it.
-		llm = func(name string, from, to time.Time) {
-			if !from.IsZero() && !to.IsZero() && to.Before(from) {
-				to = from
-			}
-			put(name, from, to)
+	// What a prepared reply had ready before it was asked for took no time after it.
+	ready := func(at time.Time) time.Time {
+		if t.Prepared && !at.IsZero() && at.Before(t.Respond) {
+			return t.Respond
 		}
+		return at
 	}
-	llm(LLMFirstToken, t.Respond, t.FirstToken)
-	llm(LLMFirstClause, t.Respond, t.FirstClause)
+	put(LLMFirstToken, t.Respond, ready(t.FirstToken))
+	put(LLMFirstClause, t.Respond, ready(t.FirstClause))
 	put(TTSFirstChunk, t.FirstClause, t.FirstChunk)
 	put(BargeIn, t.BargeInOnset, t.AudioSilent)
 	return out
