@@ -199,6 +199,27 @@ func TestSoftBargeIns(t *testing.T) {
 			final: AgentSpeaking,
 		},
 		{
+			name: "an interrupt phrase counts after a word the decode doubts, all its words confident",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3340, ev: voice(3340, "tell:1")},
+				{ms: 3500, ev: voice(3500, "yeah:0.19", "hold:0.96", "on:0.6")},
+				{ms: 3540, ev: voice(3540, "yeah:0.19", "one:0.97", "thing:1")},
+				{ms: 3580, ev: voice(3580, "yeah:0.19", "one:0.97", "second:1"), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "a single interrupt word after a word the decode doubts is a guess at a hum",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3400, ev: voice(3400, "they:0.22", "actually:1")},
+				{ms: 3460, ev: voice(3460, "they:0.2", "actually:1")},
+				{ms: 3520, ev: voice(3520, "them:0.17", "am:0.12", "hold:1", "on:1")},
+			}),
+			final: AgentSpeaking,
+		},
+		{
 			name: "interrupt words in two decodes in a row interrupt whatever their confidence",
 			steps: concat(speakingAgent(), []step{
 				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},

@@ -14,9 +14,10 @@ type BargeInConfig struct {
 	// Backchannels never interrupt ("mm-hmm", "yeah", ...); compared case- and
 	// punctuation-insensitively. Empty: the Language's (DefaultBackchannels).
 	Backchannels []string `yaml:"backchannels"`
-	// InterruptWords open real interruptions ("stop", "wait", "no", ...): heard early in
-	// a sound over the agent they stop it at once. Empty: the Language's
-	// (DefaultInterruptWords).
+	// InterruptWords open real interruptions ("stop", "wait", "no", "hold on", ...): heard
+	// early in a sound over the agent they stop it at once. A phrase matches word by
+	// word, and the overlap recogniser's language model prefers its words in that order
+	// ("hold on" over "old on"). Empty: the Language's (DefaultInterruptWords).
 	InterruptWords []string `yaml:"interrupt_words"`
 	// Language chooses the default Backchannels and InterruptWords ("en" when empty).
 	Language string `yaml:"language"`
@@ -74,6 +75,10 @@ type EvidenceConfig struct {
 	// BackchannelConfidence: two decodes in a row holding the same backchannel words,
 	// each this confident, end the ducking before the sound ends (it is still watched).
 	BackchannelConfidence float32 `yaml:"backchannel_confidence"`
+	// DoubtConfidence: words a decode gives less confidence than this before an
+	// interrupt word do not keep it from opening the sound ("he(0.05) hold on"): they
+	// are its guess at a breath or the start of the word.
+	DoubtConfidence float32 `yaml:"doubt_confidence"`
 }
 
 // DefaultBackchannels and DefaultInterruptWords are the built-in word lists by language.
@@ -85,7 +90,8 @@ var (
 		"es": {"mhm", "hm", "sí", "vale", "claro", "ya", "ajá", "ok", "okay"},
 	}
 	DefaultInterruptWords = map[string][]string{
-		"en": {"stop", "wait", "no", "hold", "hang", "what", "why", "how", "sorry", "excuse", "actually", "pardon"},
+		"en": {"stop", "wait", "no", "hold", "hang", "what", "why", "how", "sorry", "excuse", "actually", "pardon",
+			"hold on", "hang on", "wait a second", "wait a minute", "one second", "one moment", "just a second", "excuse me", "no i meant"},
 		"de": {"stopp", "halt", "warte", "moment", "nein", "was", "wie", "warum", "entschuldigung"},
 		"fr": {"stop", "attends", "attendez", "non", "quoi", "pourquoi", "comment", "pardon"},
 		"es": {"para", "espera", "no", "qué", "cómo", "perdón", "oye"},
@@ -156,6 +162,7 @@ func DefaultConfig() Config {
 				WordConfidence:        0.8,
 				TurnWordConfidence:    0.5,
 				BackchannelConfidence: 0.8,
+				DoubtConfidence:       0.25,
 			},
 			HumText:        "mm-hmm",
 			MaxBackchannel: time.Second,

@@ -189,22 +189,47 @@ func (t *Turns) settleSound(acts []Action, reason string) []Action {
 	return acts
 }
 
-// hasInterruptWord reports whether words open with an interrupt word at least minConf
-// confident: an interruption begins with it ("stop", "wait, …", "no, I meant …"), or
-// follows a confident backchannel ("yeah, but wait"). An interrupt word after other
-// words is more likely a decode's guess at a hum or a mumble.
+// hasInterruptWord reports whether words open with an interrupt word or phrase ("stop",
+// "hold on") whose words are each at least minConf confident: an interruption begins
+// with it ("wait, …", "no, I meant …"), or follows a confident backchannel ("yeah, but
+// wait"). An interrupt word after other words is more likely a decode's guess at a hum
+// or a mumble; a phrase, two words agreeing, may follow one word the decode doubts
+// (below DoubtConfidence: its guess at a breath or the start of the phrase).
 func (t *Turns) hasInterruptWord(words []ScoredWord, minConf float32) bool {
-	bcConf := t.cfg.BargeIn.Evidence.BackchannelConfidence
-	for _, w := range words {
-		nw := normalizeWord(w.Text)
-		if t.interrupts[nw] {
-			return w.Confidence >= minConf
+	ev := t.cfg.BargeIn.Evidence
+	doubted := false
+	for i, w := range words {
+		if n := t.interruptAt(words[i:]); n > 1 || n == 1 && !doubted {
+			conf := w.Confidence
+			for _, pw := range words[i+1 : i+n] {
+				conf = min(conf, pw.Confidence)
+			}
+			return conf >= minConf
 		}
-		if !t.backWords[nw] || w.Confidence < bcConf {
+		switch {
+		case t.backWords[normalizeWord(w.Text)] && w.Confidence >= ev.BackchannelConfidence:
+		case w.Confidence < ev.DoubtConfidence && !doubted:
+			doubted = true
+		default:
 			return false
 		}
 	}
 	return false
+}
+
+// interruptAt returns the length in words of the longest interrupt phrase (or word)
+// that opens words, 0 if none does.
+func (t *Turns) interruptAt(words []ScoredWord) int {
+	for n := min(len(words), t.longestInterrupt); n > 0; n-- {
+		parts := make([]string, n)
+		for i, w := range words[:n] {
+			parts[i] = normalizeWord(w.Text)
+		}
+		if t.interrupts[strings.Join(parts, " ")] {
+			return n
+		}
+	}
+	return 0
 }
 
 // confidentLead counts the real words (not part of any backchannel) that open the

@@ -23,6 +23,8 @@ type Turns struct {
 	// backWords holds every word of the backchannels ("i" and "see" of "i see"), and
 	// interrupts the interrupt words.
 	backWords, interrupts map[string]bool
+	// longestInterrupt is the most words an interrupt phrase has.
+	longestInterrupt int
 
 	state    State
 	nextTurn int
@@ -68,7 +70,18 @@ func NewTurns(cfg Config) *Turns {
 		}
 	}
 	for _, w := range interrupts {
-		t.interrupts[normalizeWord(w)] = true
+		// A phrase ("hold on") is matched word by word (interruptAt).
+		var parts []string
+		for _, f := range strings.Fields(w) {
+			if nf := normalizeWord(f); nf != "" {
+				parts = append(parts, nf)
+			}
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		t.interrupts[strings.Join(parts, " ")] = true
+		t.longestInterrupt = max(t.longestInterrupt, len(parts))
 	}
 	return t
 }

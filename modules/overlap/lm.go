@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -37,32 +38,56 @@ second minute moment bit`)
 // boost is how much likelier than a common word a backchannel or interrupt word is.
 const boost = 3.0
 
-// WriteLM writes v as a unigram language model in ARPA format, which pocketsphinx loads
-// as its "lm". Words are lowercased and deduplicated; words that cannot be LM tokens
-// (spaces, control characters) are left out.
+// phraseMass is the probability a phrase's word gives to the words that follow it in
+// the vocabulary's phrases ("hold" → "on", "i" → "see"): a decode of "hold on" then
+// prefers it to "old on", whose words the unigrams rank alike. The other words keep
+// their unigram probability after it (a backoff weight of 1): a decode cut short after
+// "hold", or a phrase's word followed by another word, is not made less likely. The
+// model is then not normalised, which a decoder's scores do not need.
+const phraseMass = 0.6
+
+// WriteLM writes v as a language model in ARPA format, which pocketsphinx loads as its
+// "lm": unigrams, and bigrams for the phrases among the backchannels and interrupt
+// words. Words are lowercased and deduplicated; words that cannot be LM tokens (spaces,
+// control characters) are left out.
 func WriteLM(w io.Writer, v Vocabulary) error {
 	common := v.Common
 	if len(common) == 0 {
 		common = DefaultWords
 	}
 	weight := map[string]float64{}
+	next := map[string][]string{} // a phrase's word → the words that follow it
 	var order []string
-	add := func(phrases []string, wt float64) {
+	// add gives the words of phrases weight wt; with wordsOnly, only the phrases of one
+	// word: the words of longer ones ("a" of "wait a second") are favoured only by the
+	// bigrams, after the word before them.
+	add := func(phrases []string, wt float64, wordsOnly bool) {
 		for _, ph := range phrases {
-			for _, word := range strings.Fields(strings.ToLower(ph)) {
+			var prev string
+			words := strings.Fields(strings.ToLower(ph))
+			for _, word := range words {
 				if !validToken(word) {
+					prev = ""
 					continue
 				}
 				if _, ok := weight[word]; !ok {
 					order = append(order, word)
 				}
-				weight[word] = max(weight[word], wt)
+				w := wt
+				if wordsOnly && len(words) > 1 {
+					w = 1
+				}
+				weight[word] = max(weight[word], w)
+				if prev != "" && !slices.Contains(next[prev], word) {
+					next[prev] = append(next[prev], word)
+				}
+				prev = word
 			}
 		}
 	}
-	add(v.Backchannels, boost)
-	add(v.Interrupt, boost)
-	add(common, 1)
+	add(v.Backchannels, boost, false)
+	add(v.Interrupt, boost, true)
+	add(common, 1, false)
 	if len(order) == 0 {
 		return fmt.Errorf("overlap: empty vocabulary")
 	}
@@ -70,12 +95,32 @@ func WriteLM(w io.Writer, v Vocabulary) error {
 	for _, wt := range weight {
 		total += wt
 	}
+	bigrams := 0
+	for _, ws := range next {
+		bigrams += len(ws)
+	}
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "\\data\\\nngram 1=%d\n\n\\1-grams:\n", len(order)+2)
+	fmt.Fprintf(b, "\\data\\\nngram 1=%d\n", len(order)+2)
+	if bigrams > 0 {
+		fmt.Fprintf(b, "ngram 2=%d\n", bigrams)
+	}
+	fmt.Fprintf(b, "\n\\1-grams:\n")
 	fmt.Fprintf(b, "-99.0000 <s>\n")
 	fmt.Fprintf(b, "%.4f </s>\n", math.Log10(1/float64(len(order))))
 	for _, word := range order {
+		if len(next[word]) > 0 {
+			fmt.Fprintf(b, "%.4f %s 0.0000\n", math.Log10(weight[word]/total), word)
+			continue
+		}
 		fmt.Fprintf(b, "%.4f %s\n", math.Log10(weight[word]/total), word)
+	}
+	if bigrams > 0 {
+		fmt.Fprintf(b, "\n\\2-grams:\n")
+		for _, word := range order {
+			for _, n := range next[word] {
+				fmt.Fprintf(b, "%.4f %s %s\n", math.Log10(phraseMass/float64(len(next[word]))), word, n)
+			}
+		}
 	}
 	fmt.Fprintf(b, "\n\\end\\\n")
 	return b.Flush()

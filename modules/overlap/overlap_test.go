@@ -90,35 +90,55 @@ func TestAcoustics(t *testing.T) {
 
 func TestWriteLM(t *testing.T) {
 	var b strings.Builder
-	v := Vocabulary{Backchannels: []string{"Yeah", "I see", "yeah"}, Interrupt: []string{"stop"}, Common: []string{"the", "bad\x00token", "see"}}
+	v := Vocabulary{Backchannels: []string{"Yeah", "I see", "yeah"}, Interrupt: []string{"stop", "hold on"}, Common: []string{"the", "bad\x00token", "see"}}
 	if err := WriteLM(&b, v); err != nil {
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(strings.NewReader(b.String()))
 	var words []string
 	probs := map[string]float64{}
-	declared := -1
+	backoff := map[string]float64{}
+	bigrams := map[string]float64{}
+	declared, declared2 := -1, -1
+	section := ""
 	for sc.Scan() {
 		line := sc.Text()
 		if n, ok := strings.CutPrefix(line, "ngram 1="); ok {
 			declared, _ = strconv.Atoi(n)
 		}
+		if n, ok := strings.CutPrefix(line, "ngram 2="); ok {
+			declared2, _ = strconv.Atoi(n)
+		}
+		if strings.HasPrefix(line, "\\") {
+			section = line
+			continue
+		}
 		f := strings.Fields(line)
-		if len(f) != 2 || strings.HasPrefix(f[0], "\\") || f[0] == "ngram" {
+		if len(f) < 2 {
 			continue
 		}
 		p, err := strconv.ParseFloat(f[0], 64)
 		if err != nil {
 			continue
 		}
-		words = append(words, f[1])
-		probs[f[1]] = p
+		switch {
+		case section == "\\1-grams:" && len(f) <= 3:
+			words = append(words, f[1])
+			probs[f[1]] = p
+			if len(f) == 3 {
+				backoff[f[1]], _ = strconv.ParseFloat(f[2], 64)
+			}
+		case section == "\\2-grams:" && len(f) == 3:
+			bigrams[f[1]+" "+f[2]] = p
+		default:
+			t.Errorf("line %q in section %q", line, section)
+		}
 	}
-	if got := strings.Join(words, " "); got != "<s> </s> yeah i see stop the" {
+	if got := strings.Join(words, " "); got != "<s> </s> yeah i see stop hold on the" {
 		t.Fatalf("unigrams %q", got)
 	}
-	if declared != len(words) {
-		t.Errorf("header declares %d unigrams, the file has %d", declared, len(words))
+	if declared != len(words) || declared2 != len(bigrams) {
+		t.Errorf("header declares %d unigrams and %d bigrams, the file has %d and %d", declared, declared2, len(words), len(bigrams))
 	}
 	var total float64
 	for _, w := range words[2:] {
@@ -129,6 +149,17 @@ func TestWriteLM(t *testing.T) {
 	}
 	if probs["stop"] <= probs["the"] || probs["see"] != probs["yeah"] {
 		t.Errorf("backchannels and interrupt words are not boosted: %v", probs)
+	}
+	if probs["hold"] != probs["the"] || probs["on"] != probs["the"] {
+		t.Errorf("the words of an interrupt phrase are boosted on their own: %v", probs)
+	}
+	// The phrases "i see" and "hold on" are bigrams; after "i" every other word keeps
+	// its unigram probability (backoff weight 1).
+	if len(bigrams) != 2 || bigrams["i see"] <= probs["see"] || bigrams["hold on"] <= probs["on"] {
+		t.Errorf("bigrams %v, want \"i see\" and \"hold on\", likelier than their second words alone", bigrams)
+	}
+	if bo, ok := backoff["i"]; !ok || bo != 0 {
+		t.Errorf("backoff of \"i\" %v, want 0 (log10 of 1)", backoff)
 	}
 	if err := WriteLM(&b, Vocabulary{Common: []string{" "}}); err == nil {
 		t.Error("an empty vocabulary was accepted")
