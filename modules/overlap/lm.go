@@ -139,7 +139,7 @@ func validToken(w string) bool {
 }
 
 // Truncated pronunciations let a decode name an interrupt word before its last sound
-// has been heard ("stop" from "sto"): for each interrupt word of at least minPhones
+// has been heard ("stop" from "sto"): for each one-word interrupt entry of at least minPhones
 // phones, WriteDict adds variants without its last truncate phones (keeping at least
 // keepPhones). Shorter truncations ("S T" for "stop") match the starts of backchannels
 // ("see") too often.
@@ -168,9 +168,11 @@ func WriteDict(w io.Writer, v Vocabulary, dict io.Reader) error {
 			}
 		}
 	}
+	// Only one-word entries: the words of a phrase ("a", "second" of "wait a second")
+	// are common words, which cut short would match too much.
 	for _, ph := range v.Interrupt {
-		for _, word := range strings.Fields(strings.ToLower(ph)) {
-			interrupt[word] = true
+		if words := strings.Fields(strings.ToLower(ph)); len(words) == 1 {
+			interrupt[words[0]] = true
 		}
 	}
 	prons := map[string][][]string{}

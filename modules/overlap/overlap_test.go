@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -385,4 +386,58 @@ func TestModuleDropsWithdrawnSounds(t *testing.T) {
 			t.Errorf("evidence about a sound at %v: the one the agent was silent for must not be followed", s.ev.Start)
 		}
 	}
+}
+
+func TestWriteDict(t *testing.T) {
+	dict := strings.Join([]string{
+		"hold HH OW L D",
+		"hold(2) HH AA L D",
+		"on AA N",
+		"second S EH K AH N D",
+		"stop S T AA P",
+		"yeah Y AE",
+		"the DH AH",
+		"zebra Z IY B R AH",
+		"broken",
+	}, "\n")
+	var b strings.Builder
+	v := Vocabulary{Backchannels: []string{"yeah"}, Interrupt: []string{"stop", "hold", "hold on a second"}, Common: []string{"the", "unknownword"}}
+	if err := WriteDict(&b, v, strings.NewReader(dict)); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(b.String()), "\n")
+	want := []string{
+		"hold HH OW L D", "hold(2) HH AA L D", "hold(3) HH OW L", "hold(4) HH AA L",
+		"on AA N",
+		"second S EH K AH N D", // a phrase's word: no truncated pronunciation
+		"stop S T AA P", "stop(2) S T AA",
+		"yeah Y AE",
+		"the DH AH",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("dictionary:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if err := WriteDict(&b, Vocabulary{Common: []string{"nothing"}}, strings.NewReader(dict)); err == nil {
+		t.Error("a dictionary that knows none of the vocabulary was accepted")
+	}
+}
+
+// FuzzWriteDict: whatever the dictionary file holds, WriteDict returns an error or
+// writes lines of a word and at least one phone.
+func FuzzWriteDict(f *testing.F) {
+	f.Add("stop S T AA P\nyeah Y AE\n")
+	f.Add("stop(2) S T AA\n\n  \nyeah")
+	f.Add("hold HH OW L D\x00\non AA N")
+	f.Fuzz(func(t *testing.T, dict string) {
+		var b strings.Builder
+		v := Vocabulary{Backchannels: []string{"yeah"}, Interrupt: []string{"stop", "hold on"}, Common: []string{"on"}}
+		if err := WriteDict(&b, v, strings.NewReader(dict)); err != nil {
+			return
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			if len(strings.Fields(line)) < 2 {
+				t.Fatalf("line %q of the output has no phones", line)
+			}
+		}
+	})
 }
