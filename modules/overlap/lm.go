@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/parley-voice/parley/modules/asr"
 )
 
 // Vocabulary is what the overlap recogniser can hear. A decode of a sound cut short
@@ -64,7 +66,7 @@ func WriteLM(w io.Writer, v Vocabulary) error {
 	add := func(phrases []string, wt float64, wordsOnly bool) {
 		for _, ph := range phrases {
 			var prev string
-			words := strings.Fields(strings.ToLower(ph))
+			words := phraseWords(ph)
 			for _, word := range words {
 				if !validToken(word) {
 					prev = ""
@@ -126,6 +128,17 @@ func WriteLM(w io.Writer, v Vocabulary) error {
 	return b.Flush()
 }
 
+// phraseWords splits a vocabulary entry into its words as the recogniser spells them:
+// lower case, without the punctuation around them ("No, I meant" → no i meant), as the
+// manager compares them.
+func phraseWords(ph string) []string {
+	words := strings.Fields(ph)
+	for i, w := range words {
+		words[i] = asr.NormalizeWord(w)
+	}
+	return words
+}
+
 func validToken(w string) bool {
 	if w == "" || w == "<s>" || w == "</s>" {
 		return false
@@ -163,7 +176,7 @@ func WriteDict(w io.Writer, v Vocabulary, dict io.Reader) error {
 	}
 	for _, list := range [][]string{v.Backchannels, v.Interrupt, common} {
 		for _, ph := range list {
-			for _, word := range strings.Fields(strings.ToLower(ph)) {
+			for _, word := range phraseWords(ph) {
 				want[word] = true
 			}
 		}
@@ -171,7 +184,7 @@ func WriteDict(w io.Writer, v Vocabulary, dict io.Reader) error {
 	// Only one-word entries: the words of a phrase ("a", "second" of "wait a second")
 	// are common words, which cut short would match too much.
 	for _, ph := range v.Interrupt {
-		if words := strings.Fields(strings.ToLower(ph)); len(words) == 1 {
+		if words := phraseWords(ph); len(words) == 1 {
 			interrupt[words[0]] = true
 		}
 	}

@@ -91,7 +91,7 @@ func TestAcoustics(t *testing.T) {
 
 func TestWriteLM(t *testing.T) {
 	var b strings.Builder
-	v := Vocabulary{Backchannels: []string{"Yeah", "I see", "yeah"}, Interrupt: []string{"stop", "hold on"}, Common: []string{"the", "bad\x00token", "see"}}
+	v := Vocabulary{Backchannels: []string{"Yeah", "I see", "yeah."}, Interrupt: []string{"stop", "Hold on,"}, Common: []string{"the", "bad\x00token", "see"}}
 	if err := WriteLM(&b, v); err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestWriteDict(t *testing.T) {
 		"broken",
 	}, "\n")
 	var b strings.Builder
-	v := Vocabulary{Backchannels: []string{"yeah"}, Interrupt: []string{"stop", "hold", "hold on a second"}, Common: []string{"the", "unknownword"}}
+	v := Vocabulary{Backchannels: []string{"Yeah!"}, Interrupt: []string{"stop", "hold", "Hold on, a second"}, Common: []string{"the", "unknownword"}}
 	if err := WriteDict(&b, v, strings.NewReader(dict)); err != nil {
 		t.Fatal(err)
 	}
