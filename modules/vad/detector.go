@@ -32,6 +32,10 @@ type detector struct {
 	start      int64 // its first window
 	hasTempEnd bool
 	tempEnd    int64 // start of the silence that may end it
+	// tentative: a tentative evPause of the open segment is out, for the speech ending
+	// at tentativeEnd (its tempEnd then).
+	tentative    bool
+	tentativeEnd int64
 
 	// open is the current kept segment, reported by an onset and not ended yet.
 	open *openSegment
@@ -46,6 +50,8 @@ type detectorParams struct {
 	threshold, negThreshold float32
 	minSpeech, minSilence   int64
 	pad, mergeGap, eot      int64
+	// pauseAfter, when above zero and below minSilence, reports tentative pauses.
+	pauseAfter int64
 }
 
 type openSegment struct {
@@ -84,6 +90,10 @@ const (
 	evPause
 	// evResume: the speech of a paused segment went on; its evPause is void.
 	evResume
+	// evPauseSure: a tentative evPause (PauseAfter of silence, less than MinSilence)
+	// held until MinSilence: the segment ends there unless speech resumes within
+	// MergeGap, as after a plain evPause.
+	evPauseSure
 )
 
 func (k eventKind) String() string {
@@ -102,6 +112,8 @@ func (k eventKind) String() string {
 		return "pause"
 	case evResume:
 		return "resume"
+	case evPauseSure:
+		return "pause-sure"
 	}
 	return "event?"
 }
@@ -117,6 +129,9 @@ type event struct {
 	// At is the stream position where the event was decided (the end of the window that
 	// decided it).
 	At int64
+	// Tentative marks an evPause reported after PauseAfter of silence, before MinSilence
+	// made it sure (evPauseSure) or speech resumed (evResume).
+	Tentative bool
 }
 
 // newDetector returns a detector for windows of window samples starting at stream
@@ -148,6 +163,10 @@ func (d *detector) Push(prob float32, realEnd int64) []event {
 	// The batch rules, one window at a time.
 	if prob >= p.threshold && d.hasTempEnd {
 		d.hasTempEnd = false
+		if d.tentative {
+			d.tentative = false
+			evs = append(evs, event{Kind: evResume, RawStart: d.open.start, At: d.next})
+		}
 	}
 	switch {
 	case prob >= p.threshold && !d.inSpeech:
@@ -166,6 +185,12 @@ func (d *detector) Push(prob float32, realEnd int64) []event {
 		if s-d.tempEnd >= p.minSilence {
 			kept := d.tempEnd-d.start > p.minSpeech
 			evs = d.speechEnded(kept, d.tempEnd, evs)
+		} else if p.pauseAfter > 0 && !d.tentative && s-d.tempEnd >= p.pauseAfter && d.continuesOpen() {
+			// Not sure yet, but the speech may have ended: listeners that get ready for
+			// the end (a reply prepared ahead) may start now.
+			d.tentative, d.tentativeEnd = true, d.tempEnd
+			evs = append(evs, event{Kind: evPause, Start: max(d.open.start-p.pad, d.base),
+				End: min(d.tempEnd+p.pad, d.limit), RawStart: d.open.start, At: d.next, Tentative: true})
 		}
 	}
 	evs = d.confirm(evs)
@@ -173,11 +198,18 @@ func (d *detector) Push(prob float32, realEnd int64) []event {
 	return evs
 }
 
+// continuesOpen reports whether the running speech is the open segment's (confirmed,
+// and not ended), so that a pause in it is the segment's.
+func (d *detector) continuesOpen() bool {
+	return d.inSpeech && d.open != nil && !d.open.ended && d.start >= d.open.start
+}
+
 // speechEnded closes the running candidate at end; kept says whether it lasted long
 // enough to be a segment.
 func (d *detector) speechEnded(kept bool, end int64, evs []event) []event {
 	start := d.start
-	d.inSpeech, d.hasTempEnd = false, false
+	tentative := d.tentative
+	d.inSpeech, d.hasTempEnd, d.tentative = false, false, false
 	if !kept {
 		if d.candidate {
 			d.candidate = false
@@ -196,6 +228,12 @@ func (d *detector) speechEnded(kept bool, end int64, evs []event) []event {
 		evs = append(evs, event{Kind: evResume, RawStart: d.open.start, At: d.next})
 	}
 	d.open.rawEnd, d.open.ended = end, true
+	if tentative && end == d.tentativeEnd {
+		return append(evs, event{Kind: evPauseSure, RawStart: d.open.start, At: d.next})
+	}
+	if tentative {
+		evs = append(evs, event{Kind: evResume, RawStart: d.open.start, At: d.next})
+	}
 	return append(evs, d.pause())
 }
 

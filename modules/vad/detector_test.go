@@ -247,6 +247,53 @@ func TestDetectorTurns(t *testing.T) {
 }
 
 // TestDetectorMatchesBatch drives the detector with random probability sequences and
+func withPauseAfter(p detectorParams, after int64) detectorParams {
+	p.pauseAfter = after
+	return p
+}
+
+// TestDetectorTentativePauses: with PauseAfter a pause is reported, tentative, after that
+// much silence; speech before MinSilence withdraws it, MinSilence makes it sure, and the
+// segmentation is the same.
+func TestDetectorTentativePauses(t *testing.T) {
+	const w = testWindow
+	p := withPauseAfter(defaultParams(), w)
+	tests := []struct {
+		name  string
+		probs []float32
+		want  []eventKind
+	}{
+		{"the speech ends", windows(0.0, 10, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evPauseSure, evEnd, evTurnEnd}},
+		{"a gap shorter than MinSilence withdraws it", windows(0.0, 10, 0.9, 20, 0.0, 2, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evResume, evPause, evPauseSure, evEnd, evTurnEnd}},
+		{"one silent window is no pause yet", windows(0.0, 10, 0.9, 20, 0.0, 1, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evPauseSure, evEnd, evTurnEnd}},
+		{"speech resumed within MergeGap", windows(0.0, 10, 0.9, 20, 0.0, 5, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evPauseSure, evResume, evPause, evPauseSure, evEnd, evTurnEnd}},
+		{"speech running into the end of the stream", windows(0.0, 5, 0.9, 30), []eventKind{evCandidate, evOnset, evPause, evEnd, evTurnEnd}},
+		{"a tentative pause at the end of the stream", windows(0.0, 5, 0.9, 30, 0.0, 2), []eventKind{evCandidate, evOnset, evPause, evResume, evPause, evEnd, evTurnEnd}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			realLen := int64(len(tt.probs)) * w
+			got, evs := stream(tt.probs, p, realLen)
+			var kinds []eventKind
+			for _, e := range evs {
+				kinds = append(kinds, e.Kind)
+			}
+			if !slices.Equal(kinds, tt.want) {
+				t.Fatalf("events %v, want %v", kinds, tt.want)
+			}
+			checkEventOrder(t, evs)
+			if want := batchSegments(tt.probs, p, realLen); !slices.Equal(got, want) {
+				t.Errorf("segments %v, want %v", got, want)
+			}
+			for _, e := range evs {
+				if e.Kind == evPause && e.Tentative && e.At-e.End+p.pad > p.minSilence {
+					t.Errorf("tentative pause %+v reported after MinSilence", e)
+				}
+			}
+		})
+	}
+}
+
 // checks that it finds exactly the batch segmentation, that events come in a valid
 // order, and that no onset is reported for speech that is later dropped.
 func TestDetectorMatchesBatch(t *testing.T) {
@@ -255,6 +302,8 @@ func TestDetectorMatchesBatch(t *testing.T) {
 		defaultParams(),
 		{threshold: 0.5, negThreshold: 0.35, minSpeech: 0, minSilence: 0, pad: 0, mergeGap: 0, eot: 3200},
 		{threshold: 0.6, negThreshold: 0.2, minSpeech: 1600, minSilence: 3200, pad: 800, mergeGap: 1000, eot: 8000},
+		withPauseAfter(defaultParams(), testWindow),
+		{threshold: 0.6, negThreshold: 0.2, minSpeech: 1600, minSilence: 3200, pad: 800, mergeGap: 1000, eot: 8000, pauseAfter: 1000},
 	}
 	for iter := 0; iter < 3000; iter++ {
 		p := params[iter%len(params)]
@@ -280,7 +329,7 @@ func TestDetectorMatchesBatch(t *testing.T) {
 
 func checkEventOrder(t *testing.T, evs []event) {
 	t.Helper()
-	open, turn, paused := false, false, false
+	open, turn, paused, tentative := false, false, false, false
 	var last, pauseEnd int64
 	for _, e := range evs {
 		if e.At < last {
@@ -300,18 +349,23 @@ func checkEventOrder(t *testing.T, evs []event) {
 			if !open || paused {
 				t.Fatalf("pause without an open segment or twice: %v", evs)
 			}
-			paused, pauseEnd = true, e.End
+			paused, tentative, pauseEnd = true, e.Tentative, e.End
+		case evPauseSure:
+			if !paused || !tentative {
+				t.Fatalf("a pause made sure that was not tentative: %v", evs)
+			}
+			tentative = false
 		case evResume:
 			if !paused {
 				t.Fatalf("resume without a pause: %v", evs)
 			}
-			paused = false
+			paused, tentative = false, false
 		case evEnd:
 			if !open {
 				t.Fatalf("end without onset: %v", evs)
 			}
-			if !paused || e.End != pauseEnd {
-				t.Fatalf("end %v without a pause at its end (paused %v at %d): %v", e, paused, pauseEnd, evs)
+			if !paused || tentative || e.End != pauseEnd {
+				t.Fatalf("end %v without a sure pause at its end (paused %v, tentative %v, at %d): %v", e, paused, tentative, pauseEnd, evs)
 			}
 			open, paused = false, false
 		case evTurnEnd:
@@ -337,6 +391,9 @@ func FuzzDetector(f *testing.F) {
 			probs[i] = float32(b) / 255
 		}
 		p := defaultParams()
+		if cut%2 == 1 {
+			p = withPauseAfter(p, testWindow)
+		}
 		realLen := int64(len(probs))*testWindow - int64(cut)%testWindow
 		want := batchSegments(probs, p, realLen)
 		got, evs := stream(probs, p, realLen)

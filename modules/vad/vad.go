@@ -45,6 +45,12 @@ type Config struct {
 	MergeGap time.Duration `yaml:"merge_gap"`
 	// EndOfTurn is the silence after the last segment that ends the user's turn.
 	EndOfTurn time.Duration `yaml:"end_of_turn"`
+	// PauseAfter reports a tentative pause (Pause.Tentative) once this much silence
+	// followed the open segment's speech, before MinSilence makes it sure: for listeners
+	// that may start getting ready for the end of the user's turn sooner, at the price of
+	// pauses withdrawn more often. 0 (or MinSilence or more) reports pauses at
+	// MinSilence only.
+	PauseAfter time.Duration `yaml:"pause_after"`
 }
 
 // DefaultConfig returns libwhisper's segmentation defaults and a 700 ms end of turn.
@@ -68,7 +74,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("vad: threshold %g is not in (0, 1]", c.Threshold)
 	case c.NegThreshold < 0 || c.NegThreshold > c.Threshold:
 		return fmt.Errorf("vad: neg_threshold %g is not in [0, threshold]", c.NegThreshold)
-	case c.MinSpeech < 0, c.MinSilence < 0, c.SpeechPad < 0, c.MergeGap < 0:
+	case c.MinSpeech < 0, c.MinSilence < 0, c.SpeechPad < 0, c.MergeGap < 0, c.PauseAfter < 0:
 		return errors.New("vad: durations must not be negative")
 	case c.EndOfTurn <= 0:
 		return fmt.Errorf("vad: end_of_turn %v must be positive", c.EndOfTurn)
@@ -86,6 +92,7 @@ func (c Config) params() detectorParams {
 		threshold: c.Threshold, negThreshold: neg,
 		minSpeech: n(c.MinSpeech), minSilence: n(c.MinSilence),
 		pad: n(c.SpeechPad), mergeGap: n(c.MergeGap), eot: n(c.EndOfTurn),
+		pauseAfter: n(c.PauseAfter),
 	}
 }
 
@@ -122,15 +129,25 @@ func (s Segment) Summary() string {
 // MergeGap (the segment goes on); COMMITted just before the segment, when it ended
 // there. It comes MergeGap − MinSilence (about 60 ms with the defaults) before the
 // segment's end, for listeners that prepare for the end (a speculative final decode).
+// With Config.PauseAfter it is ADDed sooner, Tentative, after that much silence: then
+// UPDATEd (Tentative false) when MinSilence passed, or REVOKEd if the speech goes on
+// before.
 type Pause struct {
 	End time.Duration
+	// Tentative says the silence has not lasted MinSilence yet.
+	Tentative bool
 }
 
 // Kind implements iu.Payload.
 func (Pause) Kind() string { return "vad-pause" }
 
 // Summary implements iu.Payload.
-func (p Pause) Summary() string { return fmt.Sprintf("pause after %.2fs", p.End.Seconds()) }
+func (p Pause) Summary() string {
+	if p.Tentative {
+		return fmt.Sprintf("pause after %.2fs (tentative)", p.End.Seconds())
+	}
+	return fmt.Sprintf("pause after %.2fs", p.End.Seconds())
+}
 
 // Candidate is the payload of possible speech (kind "vad-candidate"): ADDed at the
 // first window that sounds like speech, COMMITted when the speech lasted long enough to
@@ -438,9 +455,17 @@ func (r *runner) events(ctx context.Context, evs []event) error {
 			if r.open == nil {
 				continue
 			}
-			u := r.p.NewIU(Pause{End: dur(ev.End)}, r.open.ID)
+			u := r.p.NewIU(Pause{End: dur(ev.End), Tentative: ev.Tentative}, r.open.ID)
 			r.pause = &u
 			ups = append(ups, iu.AddOf(u))
+		case evPauseSure:
+			if r.pause == nil {
+				continue
+			}
+			pl := r.pause.Payload.(Pause)
+			pl.Tentative = false
+			ups = append(ups, iu.UpdateOf(*r.pause, pl))
+			r.pause.Payload = pl
 		case evResume:
 			ups = settle(&r.pause, iu.RevokeOf, ups)
 		case evEnd:
