@@ -28,7 +28,7 @@ func runWER(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "wer", "[DIR]")
 	var hf hearingFlags
 	hf.register(a, fs)
-	mode := fs.String("mode", "utterance", "utterance: each file as one utterance, fed incrementally to the engine (comparable with pocketsphinx single); stream: through the VAD and the ASR module, as the agent listens")
+	mode := fs.String("mode", "utterance", "utterance: each file as one utterance by itself, fed incrementally to the engine (comparable with pocketsphinx single); stream: through the VAD and the ASR module, as the agent listens (one session: pocketsphinx adapts to what it heard, --ps-adapt-after)")
 	tsv := fs.String("transcripts", "", "transcripts file (default: DIR/transcripts.tsv)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -64,6 +64,11 @@ func runWER(ctx context.Context, a *app, args []string) error {
 	}
 	if len(ts) == 0 {
 		return fmt.Errorf("%s lists no recordings", *tsv)
+	}
+	if *mode == "utterance" {
+		// Each file is a recording of its own, decoded by itself: no utterance adapts
+		// pocketsphinx for the next.
+		hf.asrCfg.Pocketsphinx.AdaptAfter = 0
 	}
 	h, err := openHearing(a, &hf, true)
 	if err != nil {

@@ -4,10 +4,11 @@
 // the recogniser changed its mind, COMMIT of every surviving word at the end of the
 // turn, followed by the whole Utterance.
 //
-// With an engine that decodes finals on the side (FinalDecoder), the final decode of a
-// turn may start before the turn has surely ended: when the user's speech segment ends
-// (Config.Speculative). The end of turn then commits that decode's words, which are
-// exactly those a final decode started at the end of turn would give.
+// With an engine that decodes finals on the side (FinalDecoder) or whose streaming pass
+// can give its final early (Peeker), the final decode of a turn may start before the
+// turn has surely ended: when the user's speech segment ends (Config.Speculative). The
+// end of turn then commits that decode's words, which are exactly those a final decode
+// started at the end of turn would give.
 package asr
 
 import (
@@ -69,7 +70,8 @@ func (u Utterance) Summary() string {
 // Partial any number of times, then Final; then Start again for the next utterance.
 // An engine that is also a FinalDecoder may get FinalOf calls in between (still one
 // call at a time), and then no Final: the module decodes the end of the turn with
-// FinalOf and starts the next utterance with Start.
+// FinalOf and starts the next utterance with Start. A Peeker gets PeekFinal instead of
+// Final for the utterances whose final is its own.
 type Engine interface {
 	// Start begins a new utterance, dropping whatever the previous one left.
 	Start(ctx context.Context) error
@@ -95,6 +97,23 @@ type FinalDecoder interface {
 	// run. samples must not be changed during the call. Without StatelessFinal it
 	// returns ErrStatefulFinal.
 	FinalOf(ctx context.Context, samples []float32) (Hypothesis, error)
+}
+
+// Peeker is an Engine whose streaming pass gives the final hypothesis itself, for some
+// utterances or all (pocketsphinx once its streaming pass has adapted to the
+// microphone), and can give it before the turn has surely ended. The module then
+// speculates by feeding the streaming pass the turn's audio up to the end it expects and
+// peeking; if the user goes on, it simply feeds more.
+type Peeker interface {
+	// OwnFinal reports whether the utterance begun by the last Start ends with the
+	// streaming pass's own hypothesis (PeekFinal); otherwise its final is FinalOf's.
+	OwnFinal() bool
+	// PeekFinal returns the final hypothesis of everything fed since Start, with the
+	// words, times and confidences Final would give. The utterance stays the module's:
+	// Feed after it carries on as if PeekFinal had not run (the engine may decode the
+	// audio fed so far once more to do so), and Final or PeekFinal with nothing fed
+	// since return the same hypothesis.
+	PeekFinal(ctx context.Context) (Hypothesis, error)
 }
 
 // SideLoader is a FinalDecoder that needs resources of its own to decode a final while an

@@ -1,5 +1,7 @@
 package asr
 
+import "time"
+
 // The engines' settings are plain data here, so that Config reads them from YAML; the
 // engines themselves are cgo adapters in the subpackages whispercpp and sphinx, which
 // pipeline opens.
@@ -53,12 +55,19 @@ type PocketsphinxConfig struct {
 	// "cmn", "bestpath", ...), as pocketsphinx's JSON configuration does.
 	Options map[string]any `yaml:"options"`
 	// FinalPass decodes the whole utterance once more at the end, in one piece, as
-	// `pocketsphinx single` does: better normalisation than the streaming pass, whose
-	// hypotheses serve as the partial results.
+	// `pocketsphinx single` does: it normalises the utterance by its own cepstral mean,
+	// which the streaming pass, whose hypotheses serve as the partial results, only
+	// learns as it goes (from the model's default at first).
 	FinalPass bool `yaml:"final_pass"`
+	// AdaptAfter ends the final pass once the streaming pass has decoded this much
+	// audio: its live cepstral mean has adapted to the microphone and the speaker by
+	// then, and its own final hypotheses are as accurate (docs/MEASUREMENTS.md), without
+	// a second decode after the user stopped. 0 keeps the final pass for every utterance.
+	AdaptAfter time.Duration `yaml:"adapt_after"`
 }
 
-// DefaultPocketsphinxConfig returns pocketsphinx's own model defaults with a final pass.
+// DefaultPocketsphinxConfig returns pocketsphinx's own model defaults with a final pass
+// for the first second of audio.
 func DefaultPocketsphinxConfig() PocketsphinxConfig {
-	return PocketsphinxConfig{FinalPass: true}
+	return PocketsphinxConfig{FinalPass: true, AdaptAfter: time.Second}
 }

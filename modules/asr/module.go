@@ -43,6 +43,11 @@ type Config struct {
 	// FinalDecoder. Costs: decodes that resumed speech throws away, and pocketsphinx's
 	// models loaded a second time (about 90 MB). The turn-based baseline turns it off.
 	Speculative bool `yaml:"speculative"`
+	// PeekTrailing, when above zero, is the Trailing of the finals a Peeker gives of its
+	// own: they normalise the audio by a mean learnt before it, so the silence after
+	// the speech changes them little (agent wer -mode stream -trailing), and a shorter
+	// one lets the speculation start at the VAD's pause.
+	PeekTrailing time.Duration `yaml:"-"`
 	// SpeculateAtPause lets the speculative final decode start from the VAD's pause
 	// (MinSilence after the speech) rather than from the segment's end (MergeGap after
 	// it), as soon as Trailing audio after the pause's end is in; a pause the speech
@@ -106,8 +111,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("asr: hop %v must not be negative", c.Hop)
 	case c.Agreement < 1:
 		return fmt.Errorf("asr: agreement %d must be at least 1", c.Agreement)
-	case c.PreRoll < 0 || c.Trailing < 0:
+	case c.PreRoll < 0 || c.Trailing < 0 || c.PeekTrailing < 0:
 		return errors.New("asr: pre_roll and trailing must not be negative")
+	case c.Pocketsphinx.AdaptAfter < 0:
+		return fmt.Errorf("asr: pocketsphinx adapt_after %v must not be negative", c.Pocketsphinx.AdaptAfter)
 	case c.History < c.PreRoll+time.Second:
 		return fmt.Errorf("asr: history %v must exceed pre_roll by at least the VAD's onset delay (1 s)", c.History)
 	}
@@ -150,6 +157,9 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	}
 	if fd, ok := m.engine.(FinalDecoder); ok && fd.StatelessFinal() {
 		r.finalOf = fd
+	}
+	r.peeker, _ = m.engine.(Peeker)
+	if r.decodesEnd() {
 		r.speculate = m.cfg.Speculative
 	} else if m.cfg.Speculative {
 		r.log.Info("speculative final decoding is off: the engine's final hypothesis depends on more than the audio")
@@ -195,12 +205,14 @@ type runner struct {
 	log                             *zap.Logger
 	hop, preRoll, trailing, history int64
 
-	// finalOf is the engine when it decodes finals on the side (FinalDecoder): then an
-	// utterance's final decode covers exactly its audio up to Trailing after the speech,
-	// whatever the partial decodes were fed, and may start before the end of turn when
-	// speculate is set. Nil for other engines, whose final decode is Final after the
-	// rest of the audio was fed.
+	// finalOf is the engine when it decodes finals on the side (FinalDecoder), peeker
+	// when its streaming pass can give its final early (Peeker). With either, an
+	// utterance's final decode covers its audio up to Trailing after the speech (a
+	// peek: at least that, with what partial decodes fed after it), and may start
+	// before the end of turn when speculate is set. Other engines' final decode is
+	// Final after the rest of the audio was fed.
 	finalOf   FinalDecoder
+	peeker    Peeker
 	speculate bool
 
 	// recent holds the latest audio, for the pre-roll of the next utterance.
@@ -252,17 +264,38 @@ type utterance struct {
 	// The turn's speech segments, which tell when to speculate: seg is the open
 	// segment ("" when none), segEnd the end of the last one that ended (-1: none yet)
 	// or, while paused, the end the open one will have if its speech does not resume.
+	// A tentative pause (sure false) only stops feeding the silence after it; a sure one
+	// is speculated on.
 	seg    iu.ID
 	segEnd int64
 	paused bool
-	// fin is the FinalOf decode of the utterance, running or done: started
+	sure   bool
+	// fin is the final decode of the utterance (jobEnd), running or done: started
 	// speculatively when the last segment ended, or at the end of turn.
 	fin *finalDecode
+	// own says whether the utterance's final is the streaming pass's own (a Peeker's
+	// PeekFinal) or FinalOf's, once the engine said so after Start.
+	own ownFinal
+	// overAgent: the utterance began while the agent was audible (vad.Segment.Overlap).
+	// Its final is FinalOf's when the engine has one: a sound over the agent's voice
+	// (a backchannel, a barge-in) does not sound like what the streaming pass adapted
+	// to, and the words decide whether it is a turn at all.
+	overAgent bool
 	// eotAt is when the end of turn arrived (clock time), for the latency log.
 	eotAt time.Time
 }
 
-// finalDecode is a FinalOf decode of an utterance's audio from its start to end.
+// ownFinal is what an engine said of an utterance's final (Peeker.OwnFinal).
+type ownFinal uint8
+
+const (
+	ownUnknown ownFinal = iota // not started yet, or no Peeker
+	ownYes                     // the streaming pass's own: fed to the end, then PeekFinal
+	ownNo                      // FinalOf's
+)
+
+// finalDecode is a final decode of an utterance's audio from its start to end (a peek
+// may cover some audio after end that partial decodes had fed already).
 type finalDecode struct {
 	seq         int // the job that runs it
 	end         int64
@@ -349,7 +382,7 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 	case vad.Pause:
 		if r.m.cfg.SpeculateAtPause && len(up.IU.GroundedIn) > 0 {
 			switch up.Type {
-			case iu.Add:
+			case iu.Add, iu.UpdatePayload:
 				r.segmentPause(up.IU.GroundedIn[0], pl)
 			case iu.Revoke:
 				r.segmentResume(up.IU.GroundedIn[0])
@@ -411,6 +444,7 @@ func (r *runner) segmentStart(id iu.ID, seg vad.Segment) {
 		agree:       NewLocalAgreement(r.m.cfg.Agreement),
 		speechStart: -1, speechEnd: -1,
 		seg: id, segEnd: -1,
+		overAgent: seg.Overlap,
 	}
 	for _, a := range r.recent {
 		u.take(a)
@@ -431,10 +465,11 @@ func (r *runner) segmentEnd(id iu.ID, seg vad.Segment) {
 	}
 }
 
-// segmentPause: the open segment's speech paused; it will end at p.End unless it resumes.
+// segmentPause: the open segment's speech paused; it will end at p.End unless it
+// resumes. A tentative pause is too often followed by more speech to decode for.
 func (r *runner) segmentPause(seg iu.ID, p vad.Pause) {
 	if u := r.cur; u != nil && u.seg == seg {
-		u.paused = true
+		u.paused, u.sure = true, !p.Tentative
 		u.segEnd = samplesOf(p.End)
 	}
 }
@@ -457,29 +492,35 @@ func (r *runner) endOfTurn(e vad.EndOfTurn) {
 	u.ended = true
 	u.eotAt = r.p.Now()
 	u.speechStart, u.speechEnd = samplesOf(e.SpeechStart), samplesOf(e.SpeechEnd)
-	if r.finalOf != nil {
-		// Exactly Trailing after the speech: what the partial decodes were fed does not
-		// matter to FinalOf, so a speculation started at the end of the turn's last
-		// segment decodes the same audio as a final decode started now.
-		r.setEnd(u, max(u.speechEnd+r.trailing, u.start))
+	if r.decodesEnd() {
+		// Trailing after the speech: what the partial decodes were fed does not matter
+		// to FinalOf, and a peek covers the same end (and what was fed after it), so a
+		// speculation started at the end of the turn's last segment decodes the same
+		// audio as a final decode started now.
+		r.setEnd(u, max(u.speechEnd+r.trailingOf(u), u.start))
 	} else {
 		// Final decodes everything fed, so the audio fed for partial hypotheses is not
 		// taken back.
 		u.end = max(u.speechEnd+r.trailing, u.fed, u.start)
 		u.cut(u.end)
 	}
-	r.decodedTo = u.end
+	r.decodedTo = max(u.end, u.recv)
 	if j := r.running; j != nil && j.u == u && j.kind == jobPartial {
 		// A partial of this utterance is running: the final decode matters more.
 		r.cancel()
 	}
 }
 
-// setEnd fixes the end of the audio an utterance's FinalOf decode covers. A decode of
-// different audio (a speculation the end of turn did not confirm) is dropped.
+// decodesEnd reports whether the engine decodes an utterance's end itself, by FinalOf
+// or by a peek, rather than with Final after everything was fed.
+func (r *runner) decodesEnd() bool { return r.finalOf != nil || r.peeker != nil }
+
+// setEnd fixes the end of the audio an utterance's final decode covers. A decode of
+// different audio (a speculation the end of turn did not confirm) is dropped. Audio fed
+// to the streaming pass stays: a peek cannot take it back.
 func (r *runner) setEnd(u *utterance, end int64) {
 	u.end = end
-	u.cut(end)
+	u.cut(max(end, u.fed))
 	if u.fin != nil && u.fin.end != end {
 		r.dropFinal(u, "the end of turn moved the end of the audio")
 	}
@@ -507,7 +548,7 @@ func (r *runner) endInput() {
 		r.cur = nil
 		u.ended = true
 		u.eotAt = r.p.Now()
-		if r.finalOf != nil {
+		if r.decodesEnd() {
 			r.setEnd(u, u.recv)
 		} else {
 			u.end = u.recv
@@ -523,10 +564,12 @@ const (
 	// jobPartial feeds new audio to the streaming pass and asks for a hypothesis.
 	jobPartial jobKind = iota + 1
 	// jobFinal feeds the rest of the audio and ends the utterance with Final (engines
-	// that are no FinalDecoder).
+	// that are neither FinalDecoder nor Peeker).
 	jobFinal
-	// jobFinalOf decodes the utterance's audio up to a given end with FinalOf.
-	jobFinalOf
+	// jobEnd decodes the utterance's final up to a given end: a Peeker whose final of
+	// the utterance is its own is fed up to there and peeks, otherwise FinalOf decodes
+	// the audio from the utterance's start.
+	jobEnd
 )
 
 // job is one round of engine calls for the utterance at the head of the queue.
@@ -534,16 +577,21 @@ type job struct {
 	seq   int
 	kind  jobKind
 	u     *utterance
-	start bool      // call Start first (jobPartial, jobFinal)
-	feed  []float32 // to Feed (jobPartial, jobFinal) or to decode (jobFinalOf)
-	from  int64     // the stream position of feed[0] (jobPartial)
+	start bool      // call Start first (jobPartial, jobFinal, jobEnd when it may peek)
+	feed  []float32 // to Feed (jobPartial, jobFinal, jobEnd when it peeks)
+	from  int64     // the stream position of feed[0] (jobPartial, jobEnd)
+	// whole is the utterance's audio to its end, for FinalOf (jobEnd); peek says the
+	// job asks the Peeker first.
+	whole []float32
+	peek  bool
 }
 
 type jobResult struct {
 	job
 	hyp     Hypothesis
-	started bool // Start was called and succeeded
-	fed     int  // how much of feed was fed
+	started bool     // Start was called and succeeded
+	fed     int      // how much of feed was fed
+	own     ownFinal // what the Peeker said of the utterance's final after Start
 	err     error
 }
 
@@ -572,15 +620,39 @@ func (r *runner) advance(ctx context.Context) error {
 // now, and whether one is due: the turn's last segment has ended, Trailing audio after
 // it has arrived and no final decode of u is running or done.
 func (r *runner) speculation(u *utterance) (end int64, due bool) {
-	if !r.speculate || u != r.cur || u.seg != "" && !u.paused || u.segEnd < 0 || u.fin != nil {
+	if !r.speculate || u != r.cur || u.seg != "" && !(u.paused && u.sure) || u.segEnd < 0 || u.fin != nil {
 		return 0, false
 	}
 	end = r.speculationEnd(u)
 	return end, u.recv >= end
 }
 
+// feedEnd is how far the streaming pass may be fed now. When its final may be its own
+// (a Peeker), the silence after the speech stops at Trailing after it: a peek covers
+// just that, as it would at the end of turn, whenever and however often partials ran,
+// and the streaming pass adapts to the same audio either way.
+func (r *runner) feedEnd(u *utterance) int64 {
+	if r.peeker == nil || u.seg != "" && !u.paused || u.segEnd < 0 {
+		return u.recv
+	}
+	return max(min(u.recv, r.speculationEnd(u)), u.fed)
+}
+
 // speculationEnd is the end of the audio a speculative final decode of u covers.
-func (r *runner) speculationEnd(u *utterance) int64 { return max(u.segEnd+r.trailing, u.start) }
+func (r *runner) speculationEnd(u *utterance) int64 { return max(u.segEnd+r.trailingOf(u), u.start) }
+
+// peeks reports whether u's final will be a peek at the engine's streaming pass.
+func (r *runner) peeks(u *utterance) bool {
+	return r.peeker != nil && u.own != ownNo && !(u.overAgent && r.finalOf != nil)
+}
+
+// trailingOf is how much audio after the speech u's final covers.
+func (r *runner) trailingOf(u *utterance) int64 {
+	if pt := r.m.cfg.PeekTrailing; pt > 0 && r.peeks(u) && u.own == ownYes {
+		return samplesOf(pt)
+	}
+	return r.trailing
+}
 
 // schedule starts the next engine job when none runs and one is due.
 func (r *runner) schedule(ctx context.Context) {
@@ -600,7 +672,7 @@ func (r *runner) schedule(ctx context.Context) {
 	if u.complete(r.inputDone) {
 		if u.recv < u.end {
 			// The input ended before all the audio came.
-			if r.finalOf != nil {
+			if r.decodesEnd() {
 				r.setEnd(u, u.recv)
 			} else {
 				u.end = u.recv
@@ -608,57 +680,95 @@ func (r *runner) schedule(ctx context.Context) {
 		}
 	}
 	switch specEnd, specDue := r.speculation(u); {
-	case u.complete(r.inputDone) && r.finalOf == nil:
+	case u.complete(r.inputDone) && !r.decodesEnd():
 		j.kind, j.start, j.feed = jobFinal, !u.started, u.span(u.fed, u.recv)
 		u.fed, u.started = u.recv, true
 	case u.complete(r.inputDone):
 		if u.fin != nil {
 			return // done, and committed by advance
 		}
-		j.kind, j.feed = jobFinalOf, u.span(u.start, u.end)
+		r.endJob(&j, u, u.end)
 		u.fin = &finalDecode{seq: j.seq, end: u.end, started: r.p.Now()}
 	case specDue:
-		j.kind, j.feed = jobFinalOf, u.span(u.start, specEnd)
+		r.endJob(&j, u, specEnd)
 		u.fin = &finalDecode{seq: j.seq, end: specEnd, speculative: true, started: r.p.Now()}
-		r.log.Debug("speculative final started", zap.Int("utterance", u.id), zap.Duration("audio_end", durOf(specEnd)))
-	case u.fin != nil, u.ended && r.finalOf != nil:
+		r.log.Debug("speculative final started", zap.Int("utterance", u.id), zap.Duration("audio_end", durOf(specEnd)), zap.Bool("peek", j.peek))
+	case u.fin != nil, u.ended && r.decodesEnd():
 		// Nothing new to hear until speech resumes (which drops the speculation), and
 		// nothing to feed after the end of turn when the final decode is FinalOf.
 		return
-	case u.recv-u.fed >= r.hop:
-		j.kind, j.start, j.feed, j.from = jobPartial, !u.started, u.span(u.fed, u.recv), u.fed
-		u.fed, u.started = u.recv, true
+	case r.feedEnd(u)-u.fed >= r.hop:
+		to := r.feedEnd(u)
+		j.kind, j.start, j.feed, j.from = jobPartial, !u.started, u.span(u.fed, to), u.fed
+		u.fed, u.started = to, true
 	default:
 		return
 	}
 	r.jobs = j.seq
 	jctx, cancel := context.WithCancel(ctx)
 	r.running, r.cancel = &j, cancel
-	eng, fd := r.m.engine, r.finalOf
+	eng, fd, pk := r.m.engine, r.finalOf, r.peeker
 	r.p.Go(func() {
-		res := runJob(jctx, eng, fd, j)
+		res := runJob(jctx, eng, fd, pk, j)
 		// The module may have stopped waiting; then nobody needs the result.
 		_ = r.p.Post(ctx, res)
 	})
 }
 
-// runJob runs on the worker, which owns the engine until it posts the result.
-func runJob(ctx context.Context, eng Engine, fd FinalDecoder, j job) (res jobResult) {
-	res.job = j
-	if j.kind == jobFinalOf {
-		if res.hyp, res.err = fd.FinalOf(ctx, j.feed); res.err != nil {
-			res.err = fmt.Errorf("final decode: %w", res.err)
-		}
-		return res
+// endJob makes j the final decode of u up to end: a peek when the engine may give its
+// own final of u, FinalOf of u's audio otherwise.
+func (r *runner) endJob(j *job, u *utterance, end int64) {
+	j.kind = jobEnd
+	if r.finalOf != nil {
+		j.whole = u.span(u.start, end)
 	}
+	if r.peeks(u) {
+		j.peek, j.start, j.from = true, !u.started, u.fed
+		if u.fed < end {
+			j.feed = u.span(u.fed, end)
+		}
+	}
+}
+
+// runJob runs on the worker, which owns the engine until it posts the result.
+func runJob(ctx context.Context, eng Engine, fd FinalDecoder, pk Peeker, j job) (res jobResult) {
+	res.job = j
 	if j.start {
 		if res.err = eng.Start(ctx); res.err != nil {
 			res.err = fmt.Errorf("start: %w", res.err)
 			return res
 		}
 		res.started = true
+		if pk != nil {
+			res.own = ownNo
+			if pk.OwnFinal() {
+				res.own = ownYes
+			}
+		}
 	}
-	if j.kind == jobFinal {
+	switch {
+	case j.kind == jobEnd && j.peek && pk.OwnFinal():
+		if res.err = feedPieces(ctx, eng, j.feed, &res.fed); res.err != nil {
+			return res
+		}
+		if res.hyp, res.err = pk.PeekFinal(ctx); res.err != nil {
+			res.err = fmt.Errorf("final decode: %w", res.err)
+		}
+		res.own = ownYes
+		return res
+	case j.kind == jobEnd:
+		if pk != nil {
+			res.own = ownNo
+		}
+		if fd == nil {
+			res.err = errors.New("final decode: the engine's final is neither its own nor FinalOf's")
+			return res
+		}
+		if res.hyp, res.err = fd.FinalOf(ctx, j.whole); res.err != nil {
+			res.err = fmt.Errorf("final decode: %w", res.err)
+		}
+		return res
+	case j.kind == jobFinal:
 		if res.err = eng.Feed(ctx, j.feed); res.err != nil {
 			res.err = fmt.Errorf("feed: %w", res.err)
 			return res
@@ -667,19 +777,27 @@ func runJob(ctx context.Context, eng Engine, fd FinalDecoder, j job) (res jobRes
 		res.hyp, res.err = eng.Final(ctx)
 		return res
 	}
-	for res.fed < len(j.feed) {
-		if res.err = ctx.Err(); res.err != nil {
-			return res
-		}
-		piece := j.feed[res.fed:min(res.fed+feedPiece, len(j.feed))]
-		if res.err = eng.Feed(ctx, piece); res.err != nil {
-			res.err = fmt.Errorf("feed: %w", res.err)
-			return res
-		}
-		res.fed += len(piece)
+	if res.err = feedPieces(ctx, eng, j.feed, &res.fed); res.err != nil {
+		return res
 	}
 	res.hyp, res.err = eng.Partial(ctx)
 	return res
+}
+
+// feedPieces feeds samples in pieces, counting in fed what went in, and stops between
+// pieces when ctx is cancelled.
+func feedPieces(ctx context.Context, eng Engine, samples []float32, fed *int) error {
+	for *fed < len(samples) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		piece := samples[*fed:min(*fed+feedPiece, len(samples))]
+		if err := eng.Feed(ctx, piece); err != nil {
+			return fmt.Errorf("feed: %w", err)
+		}
+		*fed += len(piece)
+	}
+	return nil
 }
 
 func (r *runner) cancelJob() {
@@ -692,8 +810,18 @@ func (r *runner) result(ctx context.Context, res jobResult) error {
 	r.running = nil
 	r.cancel()
 	u := res.u
+	if res.own != ownUnknown {
+		u.own = res.own
+	}
 	switch res.kind {
-	case jobFinalOf:
+	case jobEnd:
+		if res.start && res.started {
+			u.started = true
+		}
+		if res.own == ownYes {
+			// The streaming pass was fed for the peek, whatever became of it.
+			u.fed = max(u.fed, res.from+int64(res.fed))
+		}
 		f := u.fin
 		if f == nil || f.seq != res.seq {
 			// A speculation dropped meanwhile: nobody needs its result.

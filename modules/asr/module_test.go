@@ -116,6 +116,8 @@ func (e *scripted) Final(ctx context.Context) (asr.Hypothesis, error) {
 type step struct {
 	frames int
 	onset  bool
+	// overlap marks the onset's segment as begun over the agent's voice.
+	overlap bool
 	// end commits the open segment, which ended segLag ago (the VAD reports an end once
 	// its merge gap has passed).
 	end bool
@@ -124,10 +126,10 @@ type step struct {
 	// is not zero (an end-of-turn policy that disagrees with the segments).
 	eot    bool
 	eotEnd time.Duration
-	// pause reports a pause of the open segment's speech, which ended pauseLag ago;
-	// resume withdraws it (the speech went on). An end after a pause ends the segment
-	// where the pause said.
-	pause, resume bool
+	// pause reports a pause of the open segment's speech, which ended pauseLag ago
+	// (tentative: a tentative one, tentativeLag ago, which sure makes sure); resume
+	// withdraws it (the speech went on). An end after a pause ends the segment where the pause said.
+	pause, resume, tentative, sure bool
 	// wait blocks the driver until the channel is closed (real clock only).
 	wait <-chan struct{}
 }
@@ -136,6 +138,8 @@ const (
 	frameLen = 320 // 20 ms
 	segLag   = 200 * time.Millisecond
 	pauseLag = 100 * time.Millisecond
+	// tentativeLag is how long after the speech a tentative pause comes.
+	tentativeLag = 40 * time.Millisecond
 )
 
 // driver plays a script of audio frames and VAD IUs, one frame per 20 ms of the
@@ -164,19 +168,33 @@ func markingDriver(steps []step, pace bool, mark func(string)) iu.Module {
 				if turnStart < 0 {
 					turnStart = pos
 				}
-				seg = p.NewIU(vad.Segment{Start: durOf(pos)})
+				seg = p.NewIU(vad.Segment{Start: durOf(pos), Overlap: s.overlap})
 				segOpen = true
 				if err := p.Send(ctx, iu.AddOf(seg)); err != nil {
 					return err
 				}
 			case s.pause:
-				pause, paused = p.NewIU(vad.Pause{End: durOf(pos) - pauseLag}, seg.ID), true
+				lag := pauseLag
+				if s.tentative {
+					lag = tentativeLag
+				}
+				pause, paused = p.NewIU(vad.Pause{End: durOf(pos) - lag, Tentative: s.tentative}, seg.ID), true
 				if mark != nil {
 					mark("pause")
 				}
 				if err := p.Send(ctx, iu.AddOf(pause)); err != nil {
 					return err
 				}
+			case s.sure:
+				pl := pause.Payload.(vad.Pause)
+				pl.Tentative = false
+				if mark != nil {
+					mark("sure")
+				}
+				if err := p.Send(ctx, iu.UpdateOf(pause, pl)); err != nil {
+					return err
+				}
+				pause.Payload = pl
 			case s.resume:
 				paused = false
 				if err := p.Send(ctx, iu.RevokeOf(pause)); err != nil {

@@ -38,6 +38,14 @@ func needPocketsphinx(t testing.TB) {
 	}
 }
 
+// finalPassConfig is the engine's default with the final pass for every utterance: its
+// finals are exactly those of a decode of the utterance's audio in one piece.
+func finalPassConfig() asr.PocketsphinxConfig {
+	c := asr.DefaultPocketsphinxConfig()
+	c.AdaptAfter = 0
+	return c
+}
+
 // listen runs source → vad (Silero) → asr on path, the way the agent listens.
 func listen(t testing.TB, path string, cfg asr.Config, e asr.Engine, o asrtest.PipelineOptions) asrtest.PipelineRun {
 	t.Helper()
@@ -57,12 +65,12 @@ func listen(t testing.TB, path string, cfg asr.Config, e asr.Engine, o asrtest.P
 
 func TestPocketsphinxStreaming(t *testing.T) {
 	needPocketsphinx(t)
-	e, err := sphinx.New(asr.DefaultPocketsphinxConfig())
+	e, err := sphinx.New(finalPassConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	ref, err := sphinx.New(asr.DefaultPocketsphinxConfig())
+	ref, err := sphinx.New(finalPassConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,62 +126,174 @@ func TestPocketsphinxStreaming(t *testing.T) {
 // TestPocketsphinxSpeculativeMatchesTurnEnd replays shared recordings through the real
 // VAD and pocketsphinx: with speculation every turn commits a speculative final decode,
 // and the utterances (text, word times, confidences) are exactly those of final decodes
-// started at the end of turn.
+// started at the end of turn. With the final pass for every utterance, those are the
+// final pass's (a decode of the utterance's audio in one piece); with the default, the
+// first utterance's, and later ones are the streaming pass's own finals, peeked at the
+// pause.
 func TestPocketsphinxSpeculativeMatchesTurnEnd(t *testing.T) {
 	needPocketsphinx(t)
 	files := []string{"goforward.wav", "austen-0880.wav", "jfk.wav", "v2j_what_time_is_it.wav"}
 	if testing.Short() {
 		files = []string{"goforward.wav", "jfk.wav"}
 	}
-	ref, err := sphinx.New(asr.DefaultPocketsphinxConfig())
+	ref, err := sphinx.New(finalPassConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ref.Close()
-	for _, name := range files {
-		t.Run(name, func(t *testing.T) {
-			path := testenv.SharedFile(t, "audio/"+name)
-			var utts [2][]asr.Utterance
-			var logs [2]*observer.ObservedLogs
-			for i, speculative := range []bool{true, false} {
-				e, err := sphinx.New(asr.DefaultPocketsphinxConfig())
-				if err != nil {
-					t.Fatal(err)
+	for _, mode := range []struct {
+		name string
+		cfg  asr.PocketsphinxConfig
+	}{{"final-pass", finalPassConfig()}, {"adapted", asr.DefaultPocketsphinxConfig()}} {
+		for _, name := range files {
+			t.Run(mode.name+"/"+name, func(t *testing.T) {
+				path := testenv.SharedFile(t, "audio/"+name)
+				var utts [2][]asr.Utterance
+				var logs [2]*observer.ObservedLogs
+				for i, speculative := range []bool{true, false} {
+					e, err := sphinx.New(mode.cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					cfg := asr.DefaultConfig()
+					cfg.Speculative = speculative
+					var log *zap.Logger
+					log, logs[i] = asrtest.DebugLog()
+					run := listen(t, path, cfg, e, asrtest.PipelineOptions{Log: log})
+					e.Close()
+					utts[i] = asrtest.Contract(t, run.ASR)
+					if len(utts[i]) == 0 {
+						t.Fatal("no utterance")
+					}
 				}
-				cfg := asr.DefaultConfig()
-				cfg.Speculative = speculative
-				var log *zap.Logger
-				log, logs[i] = asrtest.DebugLog()
-				run := listen(t, path, cfg, e, asrtest.PipelineOptions{Log: log})
-				e.Close()
-				utts[i] = asrtest.Contract(t, run.ASR)
-				if len(utts[i]) == 0 {
-					t.Fatal("no utterance")
+				if !reflect.DeepEqual(utts[0], utts[1]) {
+					t.Fatalf("utterances with speculation\n%+v\nwithout\n%+v", utts[0], utts[1])
+				}
+				finalPassed := utts[0]
+				if mode.name == "adapted" {
+					// Every recording here is longer than AdaptAfter: its first utterance
+					// adapts the streaming pass.
+					finalPassed = utts[0][:1]
+				}
+				asrtest.CheckFinals(t, finalPassed, asrtest.StreamAudio(t, path), ref)
+				spec, plain := asrtest.Committed(logs[0]), asrtest.Committed(logs[1])
+				if len(spec) != len(utts[0]) || slices.Contains(spec, false) {
+					t.Errorf("with speculation, commits (speculative?) %v", spec)
+				}
+				if len(plain) != len(utts[1]) || slices.Contains(plain, true) {
+					t.Errorf("without speculation, commits (speculative?) %v", plain)
+				}
+				d := asrtest.Dropped(logs[0])
+				if name == "jfk.wav" && !slices.Contains(d, "speech resumed") {
+					// Its last turn has two segments 0.5 s apart: the end of the first
+					// starts a speculation that the second drops.
+					t.Errorf("jfk: dropped speculations %q, want one dropped when speech resumed", d)
+				}
+				var text []string
+				for _, u := range utts[0] {
+					text = append(text, u.Text)
+				}
+				t.Logf("%d utterances %q; speculations dropped: %q", len(utts[0]), text, d)
+			})
+		}
+	}
+}
+
+// TestPocketsphinxPeekFinal checks the engine's own finals: before the streaming pass
+// has decoded AdaptAfter of audio an utterance's final is the final pass's, after it the
+// streaming pass's; PeekFinal gives what Final gives, twice alike; and audio fed after a
+// peek carries the utterance on to the hypotheses of a twin engine that never peeked.
+func TestPocketsphinxPeekFinal(t *testing.T) {
+	needPocketsphinx(t)
+	ctx := context.Background()
+	newEngine := func(cfg asr.PocketsphinxConfig) *sphinx.Engine {
+		e, err := sphinx.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	must := func(h asr.Hypothesis, err error) asr.Hypothesis {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	e, twin := newEngine(asr.DefaultPocketsphinxConfig()), newEngine(asr.DefaultPocketsphinxConfig())
+	hop := int(audio.DurationToSamples(asr.DefaultConfig().EffectiveHop(), audio.PipelineRate))
+	warm := asrtest.SharedAudio(t, "jfk.wav")[:2*audio.PipelineRate]
+	for _, en := range []*sphinx.Engine{e, twin} {
+		if err := en.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if en.OwnFinal() {
+			t.Fatal("a fresh engine's final is its own: it has not adapted yet")
+		}
+		if err := en.Feed(ctx, warm); err != nil {
+			t.Fatal(err)
+		}
+		must(en.Final(ctx))
+	}
+	for _, name := range []string{"goforward.wav", "v2j_what_time_is_it.wav", "cards-005.wav"} {
+		samples := asrtest.SharedAudio(t, name)
+		for _, en := range []*sphinx.Engine{e, twin} {
+			if err := en.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !en.OwnFinal() {
+				t.Fatalf("%s: after 2 s of audio the final is still the final pass's", name)
+			}
+		}
+		half := len(samples) / 2
+		var peeks []asr.Hypothesis
+		for from := 0; from < half; from += hop {
+			to := min(from+hop, half)
+			if err := e.Feed(ctx, samples[from:to]); err != nil {
+				t.Fatal(err)
+			}
+			if err := twin.Feed(ctx, samples[from:to]); err != nil {
+				t.Fatal(err)
+			}
+			if from%(3*hop) == 0 {
+				// A pause every third hop, the speech going on after it.
+				peeks = append(peeks, must(e.PeekFinal(ctx)))
+				if again := must(e.PeekFinal(ctx)); !reflect.DeepEqual(again, peeks[len(peeks)-1]) {
+					t.Errorf("%s: a second peek %q, the first %q", name, again.Text(), peeks[len(peeks)-1].Text())
 				}
 			}
-			if !reflect.DeepEqual(utts[0], utts[1]) {
-				t.Fatalf("utterances with speculation\n%+v\nwithout\n%+v", utts[0], utts[1])
+		}
+		for _, en := range []*sphinx.Engine{e, twin} {
+			if err := en.Feed(ctx, samples[half:]); err != nil {
+				t.Fatal(err)
 			}
-			asrtest.CheckFinals(t, utts[0], asrtest.StreamAudio(t, path), ref)
-			spec, plain := asrtest.Committed(logs[0]), asrtest.Committed(logs[1])
-			if len(spec) != len(utts[0]) || slices.Contains(spec, false) {
-				t.Errorf("with speculation, commits (speculative?) %v", spec)
-			}
-			if len(plain) != len(utts[1]) || slices.Contains(plain, true) {
-				t.Errorf("without speculation, commits (speculative?) %v", plain)
-			}
-			d := asrtest.Dropped(logs[0])
-			if name == "jfk.wav" && !slices.Contains(d, "speech resumed") {
-				// Its last turn has two segments 0.5 s apart: the end of the first
-				// starts a speculation that the second drops.
-				t.Errorf("jfk: dropped speculations %q, want one dropped when speech resumed", d)
-			}
-			var text []string
-			for _, u := range utts[0] {
-				text = append(text, u.Text)
-			}
-			t.Logf("%d utterances %q; speculations dropped: %q", len(utts[0]), text, d)
-		})
+		}
+		if got, tw := must(e.Partial(ctx)), must(twin.Partial(ctx)); !reflect.DeepEqual(got, tw) {
+			t.Errorf("%s: partial after %d peeks %q, without %q", name, len(peeks), got.Text(), tw.Text())
+		}
+		peek := must(e.PeekFinal(ctx))
+		final := must(e.Final(ctx))
+		if !reflect.DeepEqual(peek, final) {
+			t.Errorf("%s: PeekFinal %+v, then Final %+v", name, peek, final)
+		}
+		if tw := must(twin.Final(ctx)); !reflect.DeepEqual(final, tw) {
+			t.Errorf("%s: final after peeks %+v, without %+v", name, final, tw)
+		}
+		if len(final.Words) == 0 || final.Words[0].Confidence == 0 {
+			t.Errorf("%s: final %+v: want words with confidences", name, final)
+		}
+		t.Logf("%s: %d peeks, final %q", name, len(peeks), final.Text())
+	}
+
+	cfg := asr.DefaultPocketsphinxConfig()
+	cfg.FinalPass = false
+	streaming := newEngine(cfg)
+	if err := streaming.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !streaming.OwnFinal() {
+		t.Error("without the final pass every final is the streaming pass's own")
 	}
 }
 
@@ -192,7 +312,7 @@ func TestPocketsphinxFinalOf(t *testing.T) {
 		t.Cleanup(func() { e.Close() })
 		return e
 	}
-	ref, e, twin := newEngine(asr.DefaultPocketsphinxConfig()), newEngine(asr.DefaultPocketsphinxConfig()), newEngine(asr.DefaultPocketsphinxConfig())
+	ref, e, twin := newEngine(finalPassConfig()), newEngine(finalPassConfig()), newEngine(finalPassConfig())
 	// e's side decoder is loaded ahead, as the pipeline does when it speculates: its
 	// FinalOf during streaming must still give ref's words.
 	if err := e.LoadSide(); err != nil {
@@ -268,7 +388,7 @@ func TestPocketsphinxFinalOf(t *testing.T) {
 		t.Errorf("FinalOf with a cancelled context: %v", err)
 	}
 
-	cfg := asr.DefaultPocketsphinxConfig()
+	cfg := finalPassConfig()
 	cfg.FinalPass = false
 	streaming := newEngine(cfg)
 	if streaming.StatelessFinal() {
@@ -300,7 +420,7 @@ func TestPocketsphinxWERMatchesCLI(t *testing.T) {
 	if testing.Short() {
 		ts = ts[:min(len(ts), 6)] // pocketsphinx runs at about half real time here
 	}
-	e, err := sphinx.New(asr.DefaultPocketsphinxConfig())
+	e, err := sphinx.New(finalPassConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
