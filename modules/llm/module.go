@@ -202,11 +202,15 @@ type (
 		prompt string
 		err    error
 	}
+	// prefillDone reports a prefill of the user's words (and their estimate); when it
+	// succeeded, a second one follows once the prompt's closing is evaluated too
+	// (closed). A failed prefill is closed at once.
 	prefillDone struct {
 		utterance int
 		text      string
 		res       PrefillResult
 		err       error
+		closed    bool
 	}
 )
 
@@ -558,7 +562,12 @@ func (r *runner) local(ctx context.Context, v any) error {
 		}
 		return r.checked(ctx, cur, v)
 	case prefillDone:
-		r.prefilling = nil
+		if v.closed || v.err != nil {
+			r.prefilling = nil
+		}
+		if v.closed {
+			return nil
+		}
 		if v.err != nil {
 			if ctx.Err() == nil && !errors.Is(v.err, context.Canceled) {
 				r.log.Debug("prefill failed", zap.String("text", v.text), zap.Error(v.err))
@@ -607,6 +616,13 @@ func (r *runner) maybePrefill(ctx context.Context) {
 			res, err = eng.Prefill(pctx, prefix, []string{closing, ".", "?", "!"})
 		}
 		p.Post(ctx, prefillDone{utterance: utt, text: text, res: res, err: err})
+		if err != nil {
+			return
+		}
+		// The closing too, so that a reply prepared for these words starts at once: its
+		// prompt is this one, evaluated to the end. New words roll it back.
+		_, err = eng.Prefill(pctx, prefix+closing, nil)
+		p.Post(ctx, prefillDone{utterance: utt, text: text, err: err, closed: true})
 	})
 }
 
