@@ -1,9 +1,11 @@
 package manager
 
 import (
-	"github.com/parley-voice/parley/audio"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/parley-voice/parley/audio"
 
 	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/iu"
@@ -64,6 +66,7 @@ type LatencyObserver struct {
 
 // earlyTimes are the steps of a prepared reply before it was confirmed.
 type earlyTimes struct {
+	prepare                             iu.ID // the Prepare command, which the preparation's clauses are grounded in
 	clause                              iu.ID // the first clause (an earlier preparation's may still be in flight)
 	firstToken, firstClause, firstChunk time.Time
 }
@@ -173,7 +176,7 @@ func (o *LatencyObserver) update(at time.Time, from string, up iu.Update) {
 	case control.Command:
 		if up.Type == iu.Add && pl.Action == control.Prepare {
 			o.spec.Prepared++
-			o.early[pl.TurnID] = &earlyTimes{}
+			o.early[pl.TurnID] = &earlyTimes{prepare: u.ID}
 		}
 		if up.Type == iu.Add && pl.Action == control.Withdraw {
 			delete(o.early, pl.TurnID)
@@ -206,7 +209,7 @@ func (o *LatencyObserver) update(at time.Time, from string, up iu.Update) {
 		}
 		if e := o.early[pl.TurnID]; e != nil {
 			switch {
-			case up.Type == iu.Add && e.clause == "":
+			case up.Type == iu.Add && e.clause == "" && slices.Contains(u.GroundedIn, e.prepare):
 				e.clause, e.firstToken = u.ID, u.Created
 			case up.Type == iu.UpdatePayload && u.ID == e.clause && pl.Prepared && e.firstClause.IsZero():
 				e.firstClause = at
@@ -238,7 +241,9 @@ func (o *LatencyObserver) update(at time.Time, from string, up iu.Update) {
 			o.spec.WastedTokens += pl.Result.Tokens
 		}
 	case tts.Chunk:
-		if e := o.early[pl.TurnID]; e != nil && up.Type == iu.Add && e.firstChunk.IsZero() {
+		// The first chunk of the preparation's first clause: chunks of an earlier
+		// preparation of the same turn, withdrawn, may still come.
+		if e := o.early[pl.TurnID]; e != nil && up.Type == iu.Add && e.firstChunk.IsZero() && e.clause != "" && slices.Contains(u.GroundedIn, e.clause) {
 			e.firstChunk = u.Created
 		}
 		if a := o.agents[pl.TurnID]; a != nil && a.turn != nil && up.Type == iu.Add && a.turn.FirstChunk.IsZero() {

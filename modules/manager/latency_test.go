@@ -128,26 +128,31 @@ func TestLatencyObserverCountsStreamTimesFromTheMicrophonesFirstSample(t *testin
 func TestLatencyObserverTimesAPreparedReply(t *testing.T) {
 	o := NewLatencyObserver(LatencyOptions{LLM: "llm", Origin: t0})
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	send := func(from, id string, ms int, typ iu.UpdateType, p iu.Payload) {
-		o.Observe(at(ms), iu.Message{From: from, Updates: []iu.Update{{Type: typ, IU: iu.IU{ID: iu.ID(id), Payload: p, Created: at(ms)}}}})
+	send := func(from, id string, ms int, typ iu.UpdateType, p iu.Payload, groundedIn ...iu.ID) {
+		o.Observe(at(ms), iu.Message{From: from, Updates: []iu.Update{{Type: typ, IU: iu.IU{ID: iu.ID(id), Payload: p, Created: at(ms), GroundedIn: groundedIn}}}})
 	}
 	chunk := tts.Chunk{TurnID: 2, Audio: audio.Frame{Rate: 22050, Channels: 1, Samples: make([]float32, 441)}}
-	// A first preparation, withdrawn when the words changed; its clause's late update
-	// must not count for the second.
+	// A first preparation, withdrawn when the words changed; its clause's late update,
+	// and a chunk of it the TTS made before it heard of the withdrawal, must not count
+	// for the second.
 	send("manager", "manager/1", 1200, iu.Add, control.Command{Action: control.Prepare, TurnID: 2})
-	send("llm", "llm/1", 1210, iu.Add, llm.Clause{TurnID: 2, Text: "It"})
+	send("llm", "llm/1", 1210, iu.Add, llm.Clause{TurnID: 2, Text: "It"}, "manager/1")
 	send("manager", "manager/2", 1250, iu.Add, control.Command{Action: control.Withdraw, TurnID: 2})
 	send("manager", "manager/3", 1250, iu.Add, control.Command{Action: control.Prepare, TurnID: 2})
-	send("llm", "llm/1", 1260, iu.UpdatePayload, llm.Clause{TurnID: 2, Text: "It is late.", Prepared: true})
-	send("llm", "llm/2", 1300, iu.Add, llm.Clause{TurnID: 2, Text: "Ten"})
-	send("llm", "llm/2", 1400, iu.UpdatePayload, llm.Clause{TurnID: 2, Text: "Ten o'clock.", Prepared: true})
-	send("tts", "tts/1", 1402, iu.Add, chunk)
+	send("llm", "llm/1", 1260, iu.UpdatePayload, llm.Clause{TurnID: 2, Text: "It is late.", Prepared: true}, "manager/1")
+	// The first preparation's generation, not told of the withdrawal yet, still adds a
+	// first clause.
+	send("llm", "llm/0", 1270, iu.Add, llm.Clause{TurnID: 2, ClauseID: 0, Text: "It"}, "manager/1")
+	send("llm", "llm/2", 1300, iu.Add, llm.Clause{TurnID: 2, Text: "Ten"}, "manager/3")
+	send("tts", "tts/0", 1310, iu.Add, chunk, "llm/1")
+	send("llm", "llm/2", 1400, iu.UpdatePayload, llm.Clause{TurnID: 2, Text: "Ten o'clock.", Prepared: true}, "manager/3")
+	send("tts", "tts/1", 1402, iu.Add, chunk, "llm/2")
 	// The turn ends with the prepared words.
 	send("vad", "turn-end/1", 1500, iu.Add, vad.EndOfTurn{SpeechEnd: ms(1000)})
 	send("asr", "asr/1", 1500, iu.Add, asr.Utterance{Text: "what time is it"})
 	send("manager", "manager/4", 1501, iu.Add, control.Command{Action: control.Respond, TurnID: 2})
-	send("llm", "llm/2", 1502, iu.Commit, llm.Clause{TurnID: 2, Text: "Ten o'clock.", Prepared: true})
-	send("tts", "tts/2", 1503, iu.Add, chunk)
+	send("llm", "llm/2", 1502, iu.Commit, llm.Clause{TurnID: 2, Text: "Ten o'clock.", Prepared: true}, "manager/3")
+	send("tts", "tts/2", 1503, iu.Add, chunk, "llm/2")
 	send("speaker", "speaker/1", 1560, iu.Add, speaker.Progress{State: speaker.Playing, Heard: "tts/1", Item: chunk, Length: 441, Pos: ms(1560)})
 	send("manager", "manager/5", 2500, iu.Add, AgentTurn{TurnID: 2, InReplyTo: 1, Stored: true})
 	got := o.Turns()
