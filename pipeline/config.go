@@ -205,6 +205,9 @@ func Default(paths userdirs.Paths) Config {
 	a.Whisper.Model = model(modelstore.KindASR)
 	v := vad.DefaultConfig()
 	v.Model = model(modelstore.KindVAD)
+	// A tentative pause after one Silero window of silence: the predictive pipeline
+	// prepares its reply from it (the others ignore it).
+	v.PauseAfter = 32 * time.Millisecond
 	llm, _ := cat.Default(modelstore.KindLLM)
 	return Config{
 		Audio: AudioConfig{Frame: 20 * time.Millisecond, OutputLatency: 50 * time.Millisecond},

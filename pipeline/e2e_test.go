@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -394,6 +395,10 @@ func TestReplayReengagesAfterSilence(t *testing.T) {
 // recorded with these engines and models. A change there is a change of behaviour; if it
 // is meant, replay the demo (agent replay --config configs/demo.yaml
 // configs/scenarios/demo.yaml -o DIR) and copy DIR's transcript.txt and metrics.json.
+// Only the tokens generated in vain are not pinned: how many a withdrawn preparation
+// generated before its withdrawal reached the LLM is a race between the LLM's and the
+// recogniser's workers when the words change at the instant of the user's pause, even
+// on a virtual clock.
 func TestReplayDemo(t *testing.T) {
 	cfg := demoConfig(t)
 	scenario := filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "demo.yaml")
@@ -408,8 +413,28 @@ func TestReplayDemo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if name == "metrics.json" {
+			got, want = withoutWastedTokens(t, got), withoutWastedTokens(t, want)
+		}
 		if string(got) != string(want) {
 			t.Errorf("the demo's %s changed:\n%s\nwas:\n%s", name, got, want)
 		}
 	}
+}
+
+// withoutWastedTokens returns a metrics.json without its speculation's wasted_tokens.
+func withoutWastedTokens(t *testing.T, metricsJSON []byte) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(metricsJSON, &m); err != nil {
+		t.Fatal(err)
+	}
+	if spec, ok := m["speculation"].(map[string]any); ok {
+		delete(spec, "wasted_tokens")
+	}
+	out, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -129,10 +129,11 @@ type ReengageConfig struct {
 // (held by the speaker) until the user's turn ends with the same words, and is dropped
 // when the user goes on or the words change.
 type PrepareConfig struct {
-	// After is the silence after the user's speech that starts the preparation (0: off).
-	// The VAD reports a pause once MinSilence (100 ms) of silence followed the speech,
-	// a window or two after it, so values below that start as soon as the pause is
-	// reported; a pause the speech resumes after withdraws the preparation.
+	// After is the silence after the user's speech (its padded end) that starts the
+	// preparation (0: off). It starts no sooner than the VAD reports a pause: a
+	// tentative one after vad.pause_after (32 ms: a window or two after the speech), or
+	// else once MinSilence (100 ms) of silence followed it; a pause the speech resumes
+	// after withdraws the preparation.
 	After time.Duration `yaml:"after"`
 }
 
@@ -172,6 +173,6 @@ func DefaultConfig() Config {
 		},
 		// 100 ms: the preparation starts with the VAD's pause (MinSilence after the
 		// speech, reported 100–160 ms after it), with the speculative final decode.
-		Prepare: PrepareConfig{After: 100 * time.Millisecond},
+		Prepare: PrepareConfig{After: 30 * time.Millisecond},
 	}
 }
