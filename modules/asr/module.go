@@ -264,8 +264,8 @@ type utterance struct {
 	// The turn's speech segments, which tell when to speculate: seg is the open
 	// segment ("" when none), segEnd the end of the last one that ended (-1: none yet)
 	// or, while paused, the end the open one will have if its speech does not resume.
-	// A tentative pause (sure false) only stops feeding the silence after it; a sure one
-	// is speculated on.
+	// A tentative pause (sure false) stops feeding the silence after it, and is
+	// speculated on when the final is a peek; a sure one always.
 	seg    iu.ID
 	segEnd int64
 	paused bool
@@ -276,10 +276,11 @@ type utterance struct {
 	// own says whether the utterance's final is the streaming pass's own (a Peeker's
 	// PeekFinal) or FinalOf's, once the engine said so after Start.
 	own ownFinal
-	// overAgent: the utterance began while the agent was audible (vad.Segment.Overlap).
-	// Its final is FinalOf's when the engine has one: a sound over the agent's voice
-	// (a backchannel, a barge-in) does not sound like what the streaming pass adapted
-	// to, and the words decide whether it is a turn at all.
+	// overAgent: the utterance began while the agent was audible (vad.Segment.Overlap)
+	// and the agent was still audible at its pauses. Its final is FinalOf's
+	// when the engine has one: a sound over the agent's voice (a backchannel) does not
+	// sound like what the streaming pass adapted to, and its words decide whether it is
+	// a turn at all. A barge-in has stopped the agent by the time the user pauses.
 	overAgent bool
 	// eotAt is when the end of turn arrived (clock time), for the latency log.
 	eotAt time.Time
@@ -466,11 +467,14 @@ func (r *runner) segmentEnd(id iu.ID, seg vad.Segment) {
 }
 
 // segmentPause: the open segment's speech paused; it will end at p.End unless it
-// resumes. A tentative pause is too often followed by more speech to decode for.
+// resumes. A tentative pause is too often followed by more speech for a final pass.
 func (r *runner) segmentPause(seg iu.ID, p vad.Pause) {
 	if u := r.cur; u != nil && u.seg == seg {
 		u.paused, u.sure = true, !p.Tentative
 		u.segEnd = samplesOf(p.End)
+		if u.fin == nil {
+			u.overAgent = u.overAgent && p.Overlap
+		}
 	}
 }
 
@@ -620,7 +624,7 @@ func (r *runner) advance(ctx context.Context) error {
 // now, and whether one is due: the turn's last segment has ended, Trailing audio after
 // it has arrived and no final decode of u is running or done.
 func (r *runner) speculation(u *utterance) (end int64, due bool) {
-	if !r.speculate || u != r.cur || u.seg != "" && !(u.paused && u.sure) || u.segEnd < 0 || u.fin != nil {
+	if !r.speculate || u != r.cur || u.seg != "" && !(u.paused && (u.sure || r.peekTentative(u))) || u.segEnd < 0 || u.fin != nil {
 		return 0, false
 	}
 	end = r.speculationEnd(u)
@@ -640,6 +644,11 @@ func (r *runner) feedEnd(u *utterance) int64 {
 
 // speculationEnd is the end of the audio a speculative final decode of u covers.
 func (r *runner) speculationEnd(u *utterance) int64 { return max(u.segEnd+r.trailingOf(u), u.start) }
+
+// peekTentative reports whether u's final may be decoded at a tentative pause already:
+// a peek costs little, and speech that resumes after it only has the streaming pass
+// decode the utterance again.
+func (r *runner) peekTentative(u *utterance) bool { return r.peeks(u) && u.own == ownYes }
 
 // peeks reports whether u's final will be a peek at the engine's streaming pass.
 func (r *runner) peeks(u *utterance) bool {

@@ -116,7 +116,8 @@ func (e *scripted) Final(ctx context.Context) (asr.Hypothesis, error) {
 type step struct {
 	frames int
 	onset  bool
-	// overlap marks the onset's segment as begun over the agent's voice.
+	// overlap marks the onset's segment as begun over the agent's voice, or the pause
+	// as reported while the agent was audible.
 	overlap bool
 	// end commits the open segment, which ended segLag ago (the VAD reports an end once
 	// its merge gap has passed).
@@ -178,7 +179,7 @@ func markingDriver(steps []step, pace bool, mark func(string)) iu.Module {
 				if s.tentative {
 					lag = tentativeLag
 				}
-				pause, paused = p.NewIU(vad.Pause{End: durOf(pos) - lag, Tentative: s.tentative}, seg.ID), true
+				pause, paused = p.NewIU(vad.Pause{End: durOf(pos) - lag, Tentative: s.tentative, Overlap: s.overlap}, seg.ID), true
 				if mark != nil {
 					mark("pause")
 				}

@@ -106,26 +106,34 @@ func TestModulePeekResumes(t *testing.T) {
 	}
 }
 
-// TestModuleTentativePauseStopsFeeding: a tentative pause stops the streaming pass at
-// Trailing after the end it announces, and the sure pause peeks at exactly that.
-func TestModuleTentativePauseStopsFeeding(t *testing.T) {
+// TestModuleTentativePause: a tentative pause stops the streaming pass at Trailing after
+// the end it announces; an engine's own final is peeked at then, at exactly that audio,
+// while a final pass waits for the pause to be sure.
+func TestModuleTentativePause(t *testing.T) {
 	cfg := scriptedConfig()
 	cfg.SpeculateAtPause = true
 	cfg.Trailing = 70 * time.Millisecond
-	steps := []step{{frames: 20}, {onset: true}, {frames: 50}, {pause: true, tentative: true}, {frames: 3}, {sure: true}, {frames: 3}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
-	e := &peekScripted{sideScripted: sideScripted{scripted: scripted{partials: []string{"go"}}, finals: []string{"go forward"}}, own: true}
-	got, err := runDriver(t, cfg, e, markingDriver(steps, true, e.record), true, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if utts := asrtest.Contract(t, got); len(utts) != 1 || utts[0].Text != "go forward" {
-		t.Fatalf("utterances %+v", utts)
-	}
 	start := 400*time.Millisecond - cfg.PreRoll
-	want := fmt.Sprintf("peek %d", samplesFor(start, 1400*time.Millisecond-tentativeLag+cfg.Trailing))
-	calls := e.calls()
-	if i, sure := slices.Index(calls, want), slices.Index(calls, "sure"); i < 0 || i < sure || strings.Count(strings.Join(calls, ","), "peek") != 1 {
-		t.Errorf("engine calls %q; want one %q after the pause became sure", calls, want)
+	for _, own := range []bool{true, false} {
+		steps := []step{{frames: 20}, {onset: true}, {frames: 50}, {pause: true, tentative: true}, {frames: 3}, {sure: true}, {frames: 3}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
+		e := &peekScripted{sideScripted: sideScripted{scripted: scripted{partials: []string{"go"}}, finals: []string{"go forward"}}, own: own}
+		got, err := runDriver(t, cfg, e, markingDriver(steps, true, e.record), true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if utts := asrtest.Contract(t, got); len(utts) != 1 || utts[0].Text != "go forward" {
+			t.Fatalf("own %v: utterances %+v", own, utts)
+		}
+		end := 1400*time.Millisecond - tentativeLag + cfg.Trailing
+		want, after := fmt.Sprintf("peek %d", samplesFor(start, end)), "pause"
+		if !own {
+			want, after = fmt.Sprintf("finalof %d", samplesFor(start, end)), "sure"
+		}
+		calls := e.calls()
+		i, mark := slices.Index(calls, want), slices.Index(calls, after)
+		if i < 0 || i < mark || strings.Count(strings.Join(calls, ","), strings.Fields(want)[0]) != 1 {
+			t.Errorf("own %v: engine calls %q; want one %q after the %s", own, calls, want, after)
+		}
 	}
 }
 
@@ -154,5 +162,28 @@ func TestModuleFinalOfWhenNotOwn(t *testing.T) {
 				t.Errorf("engine calls %s; want one %q and no peek", calls, want)
 			}
 		})
+	}
+}
+
+// TestModuleBargeInPeeks: an utterance that began over the agent's voice peeks when the
+// agent was no longer audible at its pause (a barge-in stopped it), and gets FinalOf
+// when it still was (a backchannel).
+func TestModuleBargeInPeeks(t *testing.T) {
+	cfg := scriptedConfig()
+	cfg.SpeculateAtPause = true
+	for _, agentAudible := range []bool{false, true} {
+		steps := []step{{frames: 20}, {onset: true, overlap: true}, {frames: 50}, {pause: true, overlap: agentAudible}, {frames: 10}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
+		e := &peekScripted{sideScripted: sideScripted{scripted: scripted{partials: []string{"x"}}, finals: []string{"go forward"}}, own: true}
+		got, err := runDriver(t, cfg, e, markingDriver(steps, true, e.record), true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if utts := asrtest.Contract(t, got); len(utts) != 1 || utts[0].Text != "go forward" {
+			t.Fatalf("utterances %+v", utts)
+		}
+		calls := strings.Join(e.calls(), ",")
+		if peeked := strings.Contains(calls, "peek"); peeked == agentAudible || strings.Contains(calls, "finalof") != agentAudible {
+			t.Errorf("agent audible at the pause %v: engine calls %s", agentAudible, calls)
+		}
 	}
 }

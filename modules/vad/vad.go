@@ -136,6 +136,10 @@ type Pause struct {
 	End time.Duration
 	// Tentative says the silence has not lasted MinSilence yet.
 	Tentative bool
+	// Overlap says that the agent was audible when the pause was reported (or made
+	// sure): the speech ended over the agent's voice (a backchannel goes on while the
+	// agent speaks; a barge-in has stopped it by then).
+	Overlap bool
 }
 
 // Kind implements iu.Payload.
@@ -455,7 +459,7 @@ func (r *runner) events(ctx context.Context, evs []event) error {
 			if r.open == nil {
 				continue
 			}
-			u := r.p.NewIU(Pause{End: dur(ev.End), Tentative: ev.Tentative}, r.open.ID)
+			u := r.p.NewIU(Pause{End: dur(ev.End), Tentative: ev.Tentative, Overlap: r.audibleNow}, r.open.ID)
 			r.pause = &u
 			ups = append(ups, iu.AddOf(u))
 		case evPauseSure:
@@ -463,7 +467,7 @@ func (r *runner) events(ctx context.Context, evs []event) error {
 				continue
 			}
 			pl := r.pause.Payload.(Pause)
-			pl.Tentative = false
+			pl.Tentative, pl.Overlap = false, r.audibleNow
 			ups = append(ups, iu.UpdateOf(*r.pause, pl))
 			r.pause.Payload = pl
 		case evResume:
