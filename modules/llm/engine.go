@@ -70,6 +70,7 @@ const (
 	StopLength    = "length"    // MaxTokens or the context length was reached
 	StopCancelled = "cancelled" // ctx was cancelled or emit returned an error
 	StopError     = "error"     // the engine failed (the error says why)
+	StopPaused    = "paused"    // emit returned ErrPause to a Pauser: Continue goes on
 )
 
 // Result describes a finished generation.
@@ -105,6 +106,27 @@ type Engine interface {
 	Generate(ctx context.Context, req Request, emit func(piece string) error) (Result, error)
 	// Close frees the engine.
 	Close() error
+}
+
+// ErrPause, returned by emit, pauses the generation after the piece emit was given. A
+// Pauser keeps the generation for Continue (Generate returns StopPaused and no error);
+// other engines stop as for any error of emit.
+var ErrPause = errors.New("llm: generation paused")
+
+// ErrNothingPaused is what Continue returns when no generation waits for it: none was
+// paused, or the engine did something else since.
+var ErrNothingPaused = errors.New("llm: no paused generation to continue")
+
+// Pauser is an Engine whose generations can pause and go on exactly where they stopped,
+// as if they had not paused: the LLM module prepares a reply's first clause while the
+// user may still be speaking and generates the rest only once the reply is confirmed,
+// so that a preparation does not take the machine from the recogniser meanwhile.
+type Pauser interface {
+	// Continue resumes the generation the last Generate or Continue paused. Its Result
+	// counts the whole generation (Text, Tokens); emit gets the pieces from where the
+	// generation paused. Any other call to the engine in between drops the paused
+	// generation (ErrNothingPaused).
+	Continue(ctx context.Context, emit func(piece string) error) (Result, error)
 }
 
 // Tokenizer counts tokens the way an engine's model does; the dialogue history uses it to

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -242,6 +243,12 @@ type turn struct {
 	ready       []iu.IU
 	done        *genDone // the generation ended while the turn was prepared
 	wasPrepared bool     // prepared, then confirmed
+	// pause asks the generation's worker to pause (llm.ErrPause) once a prepared
+	// turn's first clause is ready, when the engine is a Pauser: the rest is generated
+	// only if the turn is confirmed, and a preparation costs the machine little while
+	// the recogniser decodes the end of the user's turn. paused: it did.
+	pause  *atomic.Bool
+	paused bool
 	// trimmed: the end of the reply was dropped (a failure or the token limit cut a
 	// clause short), so its spoken text is that of its committed clauses.
 	trimmed bool
@@ -411,6 +418,10 @@ func (r *runner) start(ctx context.Context, turnID int, respond iu.ID, userText 
 	genCtx, cancel := context.WithCancel(ctx)
 	t := &turn{gen: gen, turnID: turnID, respond: respond, cancel: cancel, started: p.Now(),
 		splitter: NewClauseSplitter(m.cfg.Clauses), prepared: userText != ""}
+	if _, ok := m.engine.(Pauser); ok && t.prepared {
+		t.pause = new(atomic.Bool)
+	}
+	pause := t.pause
 	if m.cfg.NewFilter != nil {
 		t.filter = m.cfg.NewFilter()
 	}
@@ -445,6 +456,27 @@ func (r *runner) start(ctx context.Context, turnID int, respond iu.ID, userText 
 			Sampling:  m.cfg.Sampling,
 		}
 		res, err := m.engine.Generate(genCtx, req, func(piece string) error {
+			if err := p.Post(genCtx, genPiece{gen: gen, piece: piece}); err != nil {
+				return err
+			}
+			if pause != nil && pause.Load() {
+				return ErrPause
+			}
+			return nil
+		})
+		p.Post(ctx, genDone{gen: gen, res: res, err: err})
+	})
+}
+
+// resume continues a confirmed turn whose generation paused after its first clause.
+func (r *runner) resume(ctx context.Context, t *turn) {
+	t.paused = false
+	gen, p, pauser := t.gen, r.p, r.m.engine.(Pauser)
+	genCtx, cancel := context.WithCancel(ctx)
+	t.cancel = cancel
+	p.Go(func() {
+		defer cancel()
+		res, err := pauser.Continue(genCtx, func(piece string) error {
 			return p.Post(genCtx, genPiece{gen: gen, piece: piece})
 		})
 		p.Post(ctx, genDone{gen: gen, res: res, err: err})
@@ -474,6 +506,10 @@ func (r *runner) adopt(ctx context.Context, t *turn) error {
 	r.log.Debug("prepared turn confirmed", zap.Int("turn", t.turnID), zap.Int("clauses", len(ups)), zap.Bool("generated", t.done != nil))
 	if err := r.p.Send(ctx, ups...); err != nil {
 		return err
+	}
+	if t.paused {
+		r.resume(ctx, t)
+		return nil
 	}
 	if d := t.done; d != nil {
 		// The clauses were settled when the generation ended.
@@ -541,6 +577,15 @@ func (r *runner) local(ctx context.Context, v any) error {
 		return r.m.piece(ctx, r.p, cur, v.piece)
 	case genDone:
 		if cur == nil || v.gen != cur.gen {
+			return nil
+		}
+		if v.err == nil && v.res.StopReason == StopPaused {
+			// The first clause is ready: the rest waits for the confirmation, unless it
+			// came already.
+			cur.paused = true
+			if !cur.prepared {
+				r.resume(ctx, cur)
+			}
 			return nil
 		}
 		if cur.prepared {
@@ -709,6 +754,9 @@ func (t *turn) commitOpen(p *iu.Ports) []iu.Update {
 		up := iu.UpdateOf(u, c)
 		u.Payload = c
 		t.ready = append(t.ready, u)
+		if t.pause != nil {
+			t.pause.Store(true)
+		}
 		return []iu.Update{up}
 	}
 	return []iu.Update{iu.CommitOf(u)}

@@ -33,6 +33,7 @@ type Config struct {
 // Compile-time checks of the contracts other packages rely on.
 var (
 	_ llm.Engine    = (*Engine)(nil)
+	_ llm.Pauser    = (*Engine)(nil)
 	_ llm.Tokenizer = (*llama.Model)(nil)
 )
 
@@ -59,6 +60,9 @@ type Engine struct {
 	// last token (a Prefill left them), else -1.
 	logitsAt int
 	closed   bool
+	// paused is the generation its consumer paused (llm.ErrPause), kept for Continue
+	// until the engine does anything else (dropPaused).
+	paused *generation
 
 	mu     sync.Mutex // guards cancel
 	cancel context.CancelFunc
@@ -135,6 +139,7 @@ func (e *Engine) Close() error {
 	if e.closed {
 		return nil
 	}
+	e.dropPaused()
 	e.closed = true
 	err := e.lctx.Close()
 	if e.ownsModel {
@@ -149,6 +154,7 @@ func (e *Engine) Reset(ctx context.Context) error {
 		return err
 	}
 	defer e.release()
+	e.dropPaused()
 	e.cache = e.cache[:0]
 	e.logitsAt = -1
 	return e.lctx.Clear()
@@ -161,6 +167,7 @@ func (e *Engine) SaveSession(ctx context.Context, path string) error {
 		return err
 	}
 	defer e.release()
+	e.dropPaused()
 	if len(e.cache) == 0 {
 		return errors.New("llm: save session: nothing cached")
 	}
@@ -176,6 +183,7 @@ func (e *Engine) LoadSession(ctx context.Context, path string) error {
 		return err
 	}
 	defer e.release()
+	e.dropPaused()
 	if err := e.lctx.Clear(); err != nil {
 		return err
 	}
@@ -212,6 +220,34 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit func(string
 		return llm.Result{StopReason: llm.StopCancelled}, llm.CancelledError(ctx, nil)
 	}
 	defer e.release()
+	e.dropPaused()
+	g := &generation{e: e, req: req, start: time.Now(), logitsAt: e.logitsAt}
+	// Every generation decodes, so the logits a Prefill left are gone after it.
+	e.logitsAt = -1
+	return e.drive(ctx, g, emit, g.run)
+}
+
+// Continue implements llm.Pauser: the paused generation goes on from its next token.
+func (e *Engine) Continue(ctx context.Context, emit func(string) error) (llm.Result, error) {
+	if err := e.acquire(ctx); err != nil {
+		if errors.Is(err, llm.ErrClosed) {
+			return llm.Result{StopReason: llm.StopError}, err
+		}
+		return llm.Result{StopReason: llm.StopCancelled}, llm.CancelledError(ctx, nil)
+	}
+	defer e.release()
+	g := e.paused
+	if g == nil {
+		return llm.Result{StopReason: llm.StopError}, llm.ErrNothingPaused
+	}
+	e.paused = nil
+	g.res.StopReason = ""
+	return e.drive(ctx, g, emit, g.loop)
+}
+
+// drive runs step (a generation's start or its continuation) with ctx and emit, which
+// Close can cancel, and keeps the generation if it paused.
+func (e *Engine) drive(ctx context.Context, g *generation, emit func(string) error, step func() error) (llm.Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e.mu.Lock()
@@ -222,16 +258,26 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit func(string
 		e.cancel = nil
 		e.mu.Unlock()
 	}()
-
-	g := generation{e: e, ctx: ctx, req: req, emit: emit, start: time.Now(), logitsAt: e.logitsAt}
-	// Every generation decodes, so the logits a Prefill left are gone after it.
-	e.logitsAt = -1
-	err := g.run()
+	g.ctx, g.emit = ctx, emit
+	err := step()
 	g.res.Duration = time.Since(g.start)
 	if g.res.StopReason == "" {
 		g.res.StopReason = llm.StopError
 	}
+	if g.res.StopReason == llm.StopPaused && err == nil {
+		e.paused = g
+	} else {
+		g.close()
+	}
 	return g.res, err
+}
+
+// dropPaused forgets the paused generation: the engine is about to do something else.
+func (e *Engine) dropPaused() {
+	if e.paused != nil {
+		e.paused.close()
+		e.paused = nil
+	}
 }
 
 // Prefill implements llm.Prefiller: it evaluates prompt into the KV cache without
@@ -252,6 +298,7 @@ func (e *Engine) Prefill(ctx context.Context, prompt string, ends []string) (llm
 		return res, llm.CancelledError(ctx, nil)
 	}
 	defer e.release()
+	e.dropPaused()
 	if ctx.Err() != nil {
 		return res, llm.CancelledError(ctx, nil)
 	}
@@ -333,7 +380,8 @@ func probabilityOf(logits []float32, tokens []llama.Token) float64 {
 	return p / sum
 }
 
-// generation is the state of one Generate call.
+// generation is the state of one Generate call, and of the Continue calls after it
+// paused.
 type generation struct {
 	e     *Engine
 	ctx   context.Context
@@ -342,10 +390,23 @@ type generation struct {
 	start time.Time
 	res   llm.Result
 	text  *llm.TextStream
+	// sampler chooses the tokens; it lives as long as the generation (a paused one
+	// keeps it for Continue). close frees it.
+	sampler *llama.Sampler
+	piece   []byte
 	// logitsAt is the engine's logitsAt when the generation began.
 	logitsAt int
 }
 
+// close frees what the generation holds.
+func (g *generation) close() {
+	if g.sampler != nil {
+		g.sampler.Close()
+		g.sampler = nil
+	}
+}
+
+// run evaluates the prompt and generates.
 func (g *generation) run() error {
 	e, ctx := g.e, g.ctx
 	prompt, err := e.model.Tokenize(g.req.Prompt, true, true)
@@ -393,7 +454,7 @@ func (g *generation) run() error {
 	if err != nil {
 		return fmt.Errorf("llm: %w", err)
 	}
-	defer sampler.Close()
+	g.sampler = sampler
 	if rp := g.req.Sampling.RepeatPenalty; rp > 0 && rp != 1 {
 		// Penalties look at recent text, and the prompt is recent text (as in llama.cpp's tools).
 		lastN := g.req.Sampling.RepeatLastN
@@ -406,12 +467,18 @@ func (g *generation) run() error {
 	}
 
 	g.text = llm.NewTextStream(g.req.Stop)
-	loopStart := time.Now()
+	return g.loop()
+}
+
+// loop generates tokens until the generation ends or pauses.
+func (g *generation) loop() error {
+	e, ctx, sampler := g.e, g.ctx, g.sampler
+	nCtx := e.lctx.NCtx()
+	loopStart, tokensBefore := time.Now(), g.res.Tokens
 	defer func() {
 		g.res.Text = g.text.Text()
-		g.res.TokensPerSecond = llm.TokensPerSecond(g.res.Tokens, time.Since(loopStart))
+		g.res.TokensPerSecond = llm.TokensPerSecond(g.res.Tokens-tokensBefore, time.Since(loopStart))
 	}()
-	var piece []byte
 	for {
 		if ctx.Err() != nil {
 			g.res.StopReason = llm.StopCancelled
@@ -434,14 +501,17 @@ func (g *generation) run() error {
 			return nil
 		}
 		g.res.Tokens++
-		piece = e.model.AppendPiece(piece[:0], tok)
-		out, stopped := g.text.Push(string(piece))
+		g.piece = e.model.AppendPiece(g.piece[:0], tok)
+		out, stopped := g.text.Push(string(g.piece))
+		pause := false
 		if out != "" {
 			if ctx.Err() != nil {
 				g.res.StopReason = llm.StopCancelled
 				return llm.CancelledError(ctx, nil)
 			}
-			if err := g.emit(out); err != nil {
+			if err := g.emit(out); errors.Is(err, llm.ErrPause) {
+				pause = true
+			} else if err != nil {
 				g.res.StopReason = llm.StopCancelled
 				return llm.CancelledError(ctx, err)
 			}
@@ -464,6 +534,11 @@ func (g *generation) run() error {
 			return g.decodeFailed("decoding", err)
 		}
 		e.cache = append(e.cache, tok)
+		if pause {
+			// The next token is sampled from the logits this decode left: Continue.
+			g.res.StopReason = llm.StopPaused
+			return nil
+		}
 	}
 }
 
@@ -474,7 +549,8 @@ func (g *generation) flush() error {
 			g.res.StopReason = llm.StopCancelled
 			return llm.CancelledError(g.ctx, nil)
 		}
-		if err := g.emit(out); err != nil {
+		// A pause asked for with the last piece comes too late: the generation ends.
+		if err := g.emit(out); err != nil && !errors.Is(err, llm.ErrPause) {
 			g.res.StopReason = llm.StopCancelled
 			return llm.CancelledError(g.ctx, err)
 		}

@@ -514,3 +514,57 @@ func TestLlamaEnginePrefillProbability(t *testing.T) {
 		t.Fatalf("prefill after generate = %+v, %v", d, err)
 	}
 }
+
+// TestLlamaEnginePauseContinue: a generation its consumer pauses (llm.ErrPause) goes on
+// with Continue exactly as if it had not paused — greedy and sampled, paused once or
+// several times — and anything else the engine does in between drops it.
+func TestLlamaEnginePauseContinue(t *testing.T) {
+	m := loadStories(t)
+	ctx := context.Background()
+	for _, sampling := range []llm.Sampling{{}, {Temperature: 1.2, TopK: 40, TopP: 0.95, RepeatPenalty: 1.1, Seed: 7}} {
+		req := llm.Request{Prompt: "Once upon a time", MaxTokens: 30, Sampling: sampling, Stop: []string{"Lily said"}}
+		want := fresh(t, m, req)
+		for _, every := range []int{1, 4, 29} {
+			e := newEngine(t, m, llamacpp.Config{})
+			var text strings.Builder
+			n := 0
+			emit := func(piece string) error {
+				text.WriteString(piece)
+				if n++; n%every == 0 {
+					return llm.ErrPause
+				}
+				return nil
+			}
+			res, err := e.Generate(ctx, req, emit)
+			pauses := 0
+			for err == nil && res.StopReason == llm.StopPaused {
+				pauses++
+				res, err = e.Continue(ctx, emit)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text.String() != want.Text || res.Text != want.Text || res.Tokens != want.Tokens || res.StopReason != want.StopReason {
+				t.Errorf("temperature %g, a pause every %d pieces (%d pauses): %q (%d tokens, %s), want %q (%d, %s)",
+					sampling.Temperature, every, pauses, res.Text, res.Tokens, res.StopReason, want.Text, want.Tokens, want.StopReason)
+			}
+			if every == 1 && pauses < 10 {
+				t.Errorf("a pause at every piece paused %d times", pauses)
+			}
+		}
+	}
+	e := newEngine(t, m, llamacpp.Config{})
+	res, err := e.Generate(ctx, llm.Request{Prompt: "Once upon a time", MaxTokens: 20}, func(string) error { return llm.ErrPause })
+	if err != nil || res.StopReason != llm.StopPaused {
+		t.Fatalf("paused generation: %v, %v", res.StopReason, err)
+	}
+	if _, err := e.Prefill(ctx, "Once upon a time there", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Continue(ctx, func(string) error { return nil }); !errors.Is(err, llm.ErrNothingPaused) {
+		t.Errorf("Continue after a Prefill: %v, want ErrNothingPaused", err)
+	}
+	if _, err := e.Continue(ctx, func(string) error { return nil }); !errors.Is(err, llm.ErrNothingPaused) {
+		t.Errorf("Continue without a pause: %v, want ErrNothingPaused", err)
+	}
+}

@@ -156,11 +156,13 @@ func TestModulePreparesTurns(t *testing.T) {
 
 // TestPreparedReplyEqualsNormalReply: greedy, the reply of a prepared and confirmed turn
 // is token for token the reply the same turn gets when generated after the end of the
-// turn from the whole prompt at once.
+// turn from the whole prompt at once — also when the preparation paused after its
+// first clause (nothing more is generated until the confirmation) and went on after it.
 func TestPreparedReplyEqualsNormalReply(t *testing.T) {
 	m := loadStories(t)
 	text := "where is the big dog"
-	run := func(prepare bool) llm.Reply {
+	preparedBeforeRespond := 0
+	run := func(prepare, wait bool) llm.Reply {
 		e := newEngine(t, m, llamacpp.Config{})
 		store := storyStore(t, m)
 		mod := llm.NewModule("llm", e, store, llm.Config{MaxTokens: 40, Prefill: true})
@@ -176,6 +178,24 @@ func TestPreparedReplyEqualsNormalReply(t *testing.T) {
 					return err
 				}
 			}
+			if wait {
+				// The user is still silent a second later: the preparation has paused
+				// after its first clause.
+				if err := c.Until(ctx, func(up iu.Update) bool {
+					cl, ok := up.IU.Payload.(llm.Clause)
+					return ok && cl.Prepared
+				}); err != nil {
+					return err
+				}
+				if err := c.Wait(ctx, time.Second); err != nil {
+					return err
+				}
+				for _, up := range c.Ups {
+					if cl, ok := up.IU.Payload.(llm.Clause); ok && cl.Prepared {
+						preparedBeforeRespond++
+					}
+				}
+			}
 			if err := store.AppendUtterance(ctx, dlg.Utterance{Speaker: dlg.User, TurnID: 1, Text: text}); err != nil {
 				return err
 			}
@@ -186,10 +206,19 @@ func TestPreparedReplyEqualsNormalReply(t *testing.T) {
 		})
 		return c.Replies[len(c.Replies)-1]
 	}
-	prepared, normal := run(true), run(false)
-	if !prepared.Prepared || prepared.Text != normal.Text || prepared.Result.Tokens != normal.Result.Tokens {
-		t.Fatalf("prepared reply %q (%d tokens, prepared %v)\nnormal reply %q (%d tokens)",
-			prepared.Text, prepared.Result.Tokens, prepared.Prepared, normal.Text, normal.Result.Tokens)
+	normal := run(false, false)
+	for _, wait := range []bool{false, true} {
+		prepared := run(true, wait)
+		if !prepared.Prepared || prepared.Text != normal.Text || prepared.Result.Tokens != normal.Result.Tokens {
+			t.Errorf("confirmed after a pause %v: prepared reply %q (%d tokens, prepared %v)\nnormal reply %q (%d tokens)",
+				wait, prepared.Text, prepared.Result.Tokens, prepared.Prepared, normal.Text, normal.Result.Tokens)
+		}
+		if len(prepared.Clauses) < 2 {
+			t.Errorf("the reply %q has %d clauses: want more than the first, to see the rest follow the pause", prepared.Text, len(prepared.Clauses))
+		}
+	}
+	if preparedBeforeRespond != 1 {
+		t.Errorf("%d clauses prepared before the confirmation: the preparation did not pause after its first", preparedBeforeRespond)
 	}
 }
 

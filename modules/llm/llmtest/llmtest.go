@@ -253,6 +253,30 @@ func (c *Controller) Until(ctx context.Context, done func(iu.Update) bool) error
 	}
 }
 
+// Wait records updates until d has passed on the network's clock.
+func (c *Controller) Wait(ctx context.Context, d time.Duration) error {
+	deadline := c.Ports.Now().Add(d)
+	for {
+		ev, err := c.Ports.Next(ctx, deadline)
+		if err != nil {
+			return err
+		}
+		switch ev.Kind {
+		case iu.EventDeadline:
+			return nil
+		case iu.EventInputDone:
+			return errors.New("the LLM module finished early")
+		case iu.EventMessage:
+			c.Ups = append(c.Ups, ev.Message.Updates...)
+			for _, up := range ev.Message.Updates {
+				if r, ok := up.IU.Payload.(llm.Reply); ok && up.Type == iu.Commit {
+					c.Replies = append(c.Replies, r)
+				}
+			}
+		}
+	}
+}
+
 // ReplyOf selects the commit of turn turnID's reply.
 func ReplyOf(turnID int) func(iu.Update) bool {
 	return func(up iu.Update) bool {
