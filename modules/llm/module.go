@@ -192,10 +192,11 @@ type (
 		res Result
 		err error
 	}
-	// genPrompt tells which prompt a generation runs on.
+	// genPrompt tells which prompt (and stop strings) a generation runs on.
 	genPrompt struct {
 		gen    int
 		prompt string
+		stop   []string
 	}
 	// confirmChecked is the prompt a confirmed prepared turn would have been given.
 	confirmChecked struct {
@@ -224,7 +225,8 @@ type turn struct {
 	started  time.Time
 	filter   StreamFilter
 	splitter *ClauseSplitter
-	prompt   string // the prompt it runs on, once the worker said
+	prompt   string   // the prompt it runs on, once the worker said
+	stop     []string // and its stop strings
 
 	raw, spoken strings.Builder
 	pieces      int
@@ -445,14 +447,15 @@ func (r *runner) start(ctx context.Context, turnID int, respond iu.ID, userText 
 			p.Post(ctx, genDone{gen: gen, res: Result{StopReason: StopError}, err: fmt.Errorf("llm: building the prompt of turn %d: %w", turnID, err)})
 			return
 		}
-		if p.Post(genCtx, genPrompt{gen: gen, prompt: prompt}) != nil {
+		stop = append(append([]string(nil), stop...), m.cfg.Stop...)
+		if p.Post(genCtx, genPrompt{gen: gen, prompt: prompt, stop: stop}) != nil {
 			p.Post(ctx, genDone{gen: gen, res: Result{StopReason: StopCancelled}, err: CancelledError(genCtx, nil)})
 			return
 		}
 		req := Request{
 			Prompt:    prompt,
 			MaxTokens: m.cfg.MaxTokens,
-			Stop:      append(append([]string(nil), stop...), m.cfg.Stop...),
+			Stop:      stop,
 			Sampling:  m.cfg.Sampling,
 		}
 		res, err := m.engine.Generate(genCtx, req, func(piece string) error {
@@ -469,16 +472,31 @@ func (r *runner) start(ctx context.Context, turnID int, respond iu.ID, userText 
 }
 
 // resume continues a confirmed turn whose generation paused after its first clause.
+// When the engine dropped the paused generation meanwhile (a prefill of the user's
+// words ran while the turn waited, for the end-of-turn estimate), the rest is generated
+// from the prompt followed by what was generated so far: a continuation of the same
+// text, if not always the tokens the paused generation would have chosen.
 func (r *runner) resume(ctx context.Context, t *turn) {
 	t.paused = false
-	gen, p, pauser := t.gen, r.p, r.m.engine.(Pauser)
+	gen, p, m := t.gen, r.p, r.m
+	pauser := m.engine.(Pauser)
+	sofar := t.raw.String()
+	again := Request{Prompt: t.prompt + sofar, Stop: t.stop, Sampling: m.cfg.Sampling}
+	before := t.pieces
+	if m.cfg.MaxTokens > 0 {
+		again.MaxTokens = max(m.cfg.MaxTokens-before, 1)
+	}
 	genCtx, cancel := context.WithCancel(ctx)
 	t.cancel = cancel
 	p.Go(func() {
 		defer cancel()
-		res, err := pauser.Continue(genCtx, func(piece string) error {
-			return p.Post(genCtx, genPiece{gen: gen, piece: piece})
-		})
+		emit := func(piece string) error { return p.Post(genCtx, genPiece{gen: gen, piece: piece}) }
+		res, err := pauser.Continue(genCtx, emit)
+		if errors.Is(err, ErrNothingPaused) {
+			res, err = m.engine.Generate(genCtx, again, emit)
+			res.Tokens += before
+			res.Text = sofar + res.Text
+		}
 		p.Post(ctx, genDone{gen: gen, res: res, err: err})
 	})
 }
@@ -564,7 +582,7 @@ func (r *runner) local(ctx context.Context, v any) error {
 	switch v := v.(type) {
 	case genPrompt:
 		if cur != nil && v.gen == cur.gen {
-			cur.prompt = v.prompt
+			cur.prompt, cur.stop = v.prompt, v.stop
 			if c := cur.checked; c != nil {
 				cur.checked = nil
 				return r.checked(ctx, cur, *c)
@@ -635,7 +653,7 @@ func (r *runner) maybePrefill(ctx context.Context) {
 	if !r.prefillWanted || r.prefilling != nil || r.inputDone {
 		return
 	}
-	if r.cur != nil && (r.cur.done == nil || !r.cur.prepared) {
+	if r.cur != nil && !(r.cur.prepared && (r.cur.done != nil || r.cur.paused)) {
 		return // the engine is generating; the words wait
 	}
 	var words []string

@@ -314,3 +314,67 @@ func TestPreparedTurnFollowsAHistoryChange(t *testing.T) {
 		t.Errorf("committed clauses %q, spoken %q: the prepared clauses must not be spoken", committed, final.Spoken)
 	}
 }
+
+// TestPausedPreparationOutlivesAPrefill: a prefill of the user's words while the
+// preparation is paused (for the end-of-turn estimate) drops the engine's paused
+// generation; the confirmed turn still goes on after its first clause, generated from
+// the prompt and what was generated so far.
+func TestPausedPreparationOutlivesAPrefill(t *testing.T) {
+	m := loadStories(t)
+	e := newEngine(t, m, llamacpp.Config{})
+	store := storyStore(t, m)
+	text := "where is the big dog"
+	mod := llm.NewModule("llm", e, store, llm.Config{MaxTokens: 40, Prefill: true})
+	var first string
+	completions := 0
+	c := llmtest.RunNetwork(t, clock.NewVirtual(time.Unix(1000, 0)), mod, func(ctx context.Context, c *llmtest.Controller) error {
+		if err := send(ctx, c, control.Command{Action: control.Prepare, TurnID: 2, Text: text}); err != nil {
+			return err
+		}
+		if err := c.Until(ctx, func(up iu.Update) bool {
+			cl, ok := up.IU.Payload.(llm.Clause)
+			if ok && cl.Prepared {
+				first = cl.Text
+			}
+			return ok && cl.Prepared
+		}); err != nil {
+			return err
+		}
+		if err := c.Wait(ctx, time.Second); err != nil {
+			return err
+		}
+		// The recogniser's words reach the LLM now: it prefills them.
+		for _, w := range strings.Fields(text) {
+			u := c.Ports.NewIU(asr.Word{Text: w, Utterance: 1, Stability: 1})
+			if err := c.Ports.Send(ctx, iu.AddOf(u)); err != nil {
+				return err
+			}
+		}
+		if err := c.Until(ctx, func(up iu.Update) bool {
+			tc, ok := up.IU.Payload.(llm.TurnCompletion)
+			if ok && tc.Text == text {
+				completions++
+			}
+			return ok && tc.Text == text
+		}); err != nil {
+			return err
+		}
+		if err := c.Wait(ctx, time.Second); err != nil {
+			return err
+		}
+		if err := store.AppendUtterance(ctx, dlg.Utterance{Speaker: dlg.User, TurnID: 1, Text: text}); err != nil {
+			return err
+		}
+		if err := send(ctx, c, control.Command{Action: control.Respond, TurnID: 2}); err != nil {
+			return err
+		}
+		return c.Until(ctx, llmtest.ReplyOf(2))
+	})
+	reply := c.Replies[len(c.Replies)-1]
+	if completions != 1 {
+		t.Errorf("%d turn completions for the words while the preparation was paused", completions)
+	}
+	if !reply.Prepared || len(reply.Clauses) < 2 || reply.Clauses[0] != first || reply.Err != "" {
+		t.Errorf("reply %+v: want the prepared first clause %q and more after it", reply, first)
+	}
+}
