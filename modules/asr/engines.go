@@ -64,10 +64,40 @@ type PocketsphinxConfig struct {
 	// then, and its own final hypotheses are as accurate (docs/MEASUREMENTS.md), without
 	// a second decode after the user stopped. 0 keeps the final pass for every utterance.
 	AdaptAfter time.Duration `yaml:"adapt_after"`
+	// FastOwnFinals ends the streaming pass's utterances without pocketsphinx's second
+	// and third passes (fwdflat and bestpath): its own finals are then the first pass's
+	// words, the ones its partial hypotheses showed, in a few milliseconds instead of
+	// 50–150 ms, and a reply prepared on the partial words is rarely prepared again for
+	// different final ones. The passes measured no better on the shared recordings
+	// (docs/MEASUREMENTS.md). Without bestpath pocketsphinx gives no word posteriors
+	// (confidence 1); the final pass keeps both passes and its posteriors.
+	FastOwnFinals bool `yaml:"fast_own_finals"`
+}
+
+// ownFinals reports whether some finals are the streaming pass's own.
+func (c PocketsphinxConfig) ownFinals() bool { return !c.FinalPass || c.AdaptAfter > 0 }
+
+// StreamingOptions are the decoder options of the streaming pass: Options, with the second
+// and third passes off when FastOwnFinals applies (unless Options sets them).
+func (c PocketsphinxConfig) StreamingOptions() map[string]any {
+	if !c.FastOwnFinals || !c.ownFinals() {
+		return c.Options
+	}
+	opts := map[string]any{"fwdflat": false, "bestpath": false}
+	for k, v := range c.Options {
+		opts[k] = v
+	}
+	return opts
+}
+
+// FinalPassApart reports whether the final pass needs a decoder of its own: the
+// streaming one searches differently.
+func (c PocketsphinxConfig) FinalPassApart() bool {
+	return c.FinalPass && c.FastOwnFinals && c.ownFinals()
 }
 
 // DefaultPocketsphinxConfig returns pocketsphinx's own model defaults with a final pass
 // for the first second of audio.
 func DefaultPocketsphinxConfig() PocketsphinxConfig {
-	return PocketsphinxConfig{FinalPass: true, AdaptAfter: time.Second}
+	return PocketsphinxConfig{FinalPass: true, AdaptAfter: time.Second, FastOwnFinals: true}
 }

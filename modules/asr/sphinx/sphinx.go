@@ -63,11 +63,21 @@ type Engine struct {
 
 // New loads the models.
 func New(cfg asr.PocketsphinxConfig) (*Engine, error) {
-	d, err := pocketsphinx.NewDecoder(decoderConfig(cfg))
+	streaming := decoderConfig(cfg)
+	streaming.Options = cfg.StreamingOptions()
+	d, err := pocketsphinx.NewDecoder(streaming)
 	if err != nil {
 		return nil, fmt.Errorf("asr: %w", err)
 	}
-	return &Engine{cfg: cfg, dec: d}, nil
+	e := &Engine{cfg: cfg, dec: d}
+	if cfg.FinalPassApart() {
+		// Every final pass needs the second decoder: load it now, not at the first turn.
+		if err := e.LoadSide(); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	return e, nil
 }
 
 // Start implements asr.Engine. The streaming pass keeps pocketsphinx's live cepstral mean
@@ -183,7 +193,11 @@ func (e *Engine) Final(ctx context.Context) (asr.Hypothesis, error) {
 	if len(e.audio) == 0 {
 		return hypothesisOf(e.dec), nil
 	}
-	h, err := e.finalPass(ctx, e.dec, e.audio)
+	dec, err := e.finalPassDecoder()
+	if err != nil {
+		return asr.Hypothesis{}, err
+	}
+	h, err := e.finalPass(ctx, dec, e.audio)
 	if err != nil {
 		return asr.Hypothesis{}, err
 	}
@@ -197,7 +211,8 @@ func (e *Engine) Final(ctx context.Context) (asr.Hypothesis, error) {
 func (e *Engine) StatelessFinal() bool { return e.cfg.FinalPass }
 
 // FinalOf implements asr.FinalDecoder: the final pass over samples, exactly as Final runs
-// it before the streaming pass adapted. While the streaming pass has an utterance, the
+// it before the streaming pass adapted. While the streaming pass has an utterance, or
+// when it searches without the final pass's second and third passes (FastOwnFinals), the
 // pass runs on a second decoder (LoadSide, or the first such call: the models once more,
 // about 90 MB and 0.3 s here), so the streaming utterance's search and cepstral mean stay
 // as they were.
@@ -212,13 +227,25 @@ func (e *Engine) FinalOf(ctx context.Context, samples []float32) (asr.Hypothesis
 		return asr.Hypothesis{}, nil // what Final gives for an utterance without audio
 	}
 	dec := e.dec
-	if dec.InUtterance() || e.peeked != nil {
+	if dec.InUtterance() || e.peeked != nil || e.cfg.FinalPassApart() {
 		if err := e.LoadSide(); err != nil {
 			return asr.Hypothesis{}, err
 		}
 		dec = e.side
 	}
 	return e.finalPass(ctx, dec, samples)
+}
+
+// finalPassDecoder is the decoder Final's final pass runs on: the streaming one, unless
+// that one leaves out the passes the final pass makes.
+func (e *Engine) finalPassDecoder() (*pocketsphinx.Decoder, error) {
+	if !e.cfg.FinalPassApart() {
+		return e.dec, nil
+	}
+	if err := e.LoadSide(); err != nil {
+		return nil, err
+	}
+	return e.side, nil
 }
 
 // LoadSide implements asr.SideLoader: it loads the decoder FinalOf uses while the
