@@ -399,6 +399,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		llmCfg.NewFilter = func() llm.StreamFilter { return &llm.PieceWords{} }
 	}
 	llmCfg.Clauses.MaxWords = cfg.LLM.ClauseMaxWords
+	llmCfg.Clauses.FirstMaxWords = cfg.LLM.FirstClauseMaxWords
 	llmCfg.Prefill = predictive
 	llmMod := llm.NewModule(NameLLM, eng.LLM, store, llmCfg)
 	mgrOpts := manager.Options{Turns: cfg.TurnTaking}

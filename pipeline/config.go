@@ -135,6 +135,10 @@ type LLMConfig struct {
 	// that speech can start (0: no limit; the benchmarks' random-weight models never
 	// write punctuation).
 	ClauseMaxWords int `yaml:"clause_max_words"`
+	// FirstClauseMaxWords cuts the reply's first clause at this many words when no
+	// punctuation came sooner (0: clause_max_words): speech starts after a few generated
+	// words, and the rest of the sentence is generated while they are heard.
+	FirstClauseMaxWords int `yaml:"first_clause_max_words"`
 	// PiecesAsWords speaks every generated piece as one common English word: for models
 	// with random weights (agent bench --realistic), whose text is not speakable.
 	PiecesAsWords bool `yaml:"pieces_as_words"`
@@ -216,6 +220,7 @@ func Default(paths userdirs.Paths) Config {
 		LLM: LLMConfig{
 			Engine: "llama", Model: model(modelstore.KindLLM), MaxTokens: 120,
 			Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05, RepeatPenalty: 1.1, StreamClauses: true,
+			FirstClauseMaxWords: 3,
 		},
 		TTS: tts.DefaultConfig(),
 		Dialogue: DialogueConfig{
@@ -362,8 +367,8 @@ func (c Config) Validate() error {
 	if c.Cores < 0 {
 		add("cores", errors.New("must not be negative (0: the machine's logical CPUs)"))
 	}
-	if c.LLM.MaxTokens < 0 || c.LLM.Context < 0 || c.LLM.Threads < 0 || c.LLM.ThreadsBatch < 0 || c.LLM.ClauseMaxWords < 0 || c.LLM.Timeout < 0 {
-		add("llm", errors.New("max_tokens, context, threads, threads_batch, clause_max_words and timeout must not be negative"))
+	if c.LLM.MaxTokens < 0 || c.LLM.Context < 0 || c.LLM.Threads < 0 || c.LLM.ThreadsBatch < 0 || c.LLM.ClauseMaxWords < 0 || c.LLM.FirstClauseMaxWords < 0 || c.LLM.Timeout < 0 {
+		add("llm", errors.New("max_tokens, context, threads, threads_batch, clause_max_words, first_clause_max_words and timeout must not be negative"))
 	}
 	if c.LLM.Temperature < 0 || c.LLM.TopP < 0 || c.LLM.TopP > 1 || c.LLM.MinP < 0 || c.LLM.MinP > 1 {
 		add("llm", errors.New("sampling: temperature ≥ 0, top_p and min_p in [0, 1]"))

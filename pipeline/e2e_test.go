@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -60,9 +63,14 @@ type record struct {
 	mu       sync.Mutex
 	chunks   map[iu.ID]tts.Chunk
 	order    []iu.ID
+	revoked  map[iu.ID]bool // chunks withdrawn unplayed (a withdrawn preparation's)
 	reports  []speaker.Progress
 	commands []control.Command
 	words    []string
+}
+
+func newRecord() *record {
+	return &record{chunks: map[iu.ID]tts.Chunk{}, revoked: map[iu.ID]bool{}}
 }
 
 func (r *record) Observe(_ time.Time, m iu.Message) {
@@ -71,6 +79,9 @@ func (r *record) Observe(_ time.Time, m iu.Message) {
 	for _, up := range m.Updates {
 		if w, ok := up.IU.Payload.(asrWord); ok {
 			r.words = append(r.words, fmt.Sprintf("%s %s", up.Type, w.Summary()))
+		}
+		if _, ok := up.IU.Payload.(tts.Chunk); ok && up.Type == iu.Revoke {
+			r.revoked[up.IU.ID] = true
 		}
 		if up.Type != iu.Add {
 			continue
@@ -101,7 +112,7 @@ func runReplayConsole(t *testing.T, cfg Config, scenario string) (*ReplayResult,
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	rec := &record{chunks: map[iu.ID]tts.Chunk{}}
+	rec := newRecord()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var console strings.Builder
@@ -229,7 +240,7 @@ func heardText(t *testing.T, rec *record, turn int) string {
 	var clauses []string
 	for i, id := range rec.order {
 		c := rec.chunks[id]
-		if c.TurnID != turn {
+		if c.TurnID != turn || rec.revoked[id] {
 			continue
 		}
 		if c.ClauseID == heard.ClauseID && c.Seq == heard.Seq+1 && c.WordIndex == heard.WordIndex && heard.WordIndex >= 0 {
@@ -398,7 +409,9 @@ func TestReplayReengagesAfterSilence(t *testing.T) {
 // Only the tokens generated in vain are not pinned: how many a withdrawn preparation
 // generated before its withdrawal reached the LLM is a race between the LLM's and the
 // recogniser's workers when the words change at the instant of the user's pause, even
-// on a virtual clock.
+// on a virtual clock. For the same reason the transcript's times may differ by 10 ms:
+// whether that preparation's first clause was synthesised changes libespeak-ng's state,
+// and so the length of later speech by a few samples (TestRepeatedSynthesis).
 func TestReplayDemo(t *testing.T) {
 	cfg := demoConfig(t)
 	scenario := filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "demo.yaml")
@@ -416,11 +429,46 @@ func TestReplayDemo(t *testing.T) {
 		if name == "metrics.json" {
 			got, want = withoutWastedTokens(t, got), withoutWastedTokens(t, want)
 		}
+		if name == "transcript.txt" && sameTranscript(string(got), string(want), 10*time.Millisecond) {
+			continue
+		}
 		if string(got) != string(want) {
 			t.Errorf("the demo's %s changed:\n%s\nwas:\n%s", name, got, want)
 		}
 	}
 }
+
+// sameTranscript reports whether two transcript.txt texts say the same, their times
+// within slack of each other.
+func sameTranscript(got, want string, slack time.Duration) bool {
+	gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+	if len(gl) != len(wl) {
+		return false
+	}
+	for i := range gl {
+		g, w := transcriptLine.FindStringSubmatch(gl[i]), transcriptLine.FindStringSubmatch(wl[i])
+		if g == nil || w == nil {
+			if gl[i] != wl[i] {
+				return false
+			}
+			continue
+		}
+		if g[3] != w[3] {
+			return false
+		}
+		for j := 1; j <= 2; j++ {
+			x, _ := strconv.ParseFloat(g[j], 64)
+			y, _ := strconv.ParseFloat(w[j], 64)
+			if math.Abs(x-y) > slack.Seconds()+1e-9 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// transcriptLine is a line of transcript.txt: start–end (seconds), then the rest.
+var transcriptLine = regexp.MustCompile(`^\s*([0-9.]+)–\s*([0-9.]+)\s+(.*)$`)
 
 // withoutWastedTokens returns a metrics.json without its speculation's wasted_tokens.
 func withoutWastedTokens(t *testing.T, metricsJSON []byte) []byte {

@@ -14,7 +14,6 @@ import (
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/console"
 	"github.com/parley-voice/parley/modules/speaker"
-	"github.com/parley-voice/parley/modules/tts"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
@@ -74,7 +73,7 @@ func TestLiveBargeInThroughPulseAudio(t *testing.T) {
 
 	runCtx, stop := context.WithTimeout(ctx, 40*time.Second)
 	defer stop()
-	rec := &record{chunks: map[iu.ID]tts.Chunk{}}
+	rec := newRecord()
 	heard := &firstHeard{playing: make(chan struct{})}
 	var transcript strings.Builder
 	// The user asks once the agent listens, and barges in once its answer is heard (a

@@ -18,7 +18,6 @@ import (
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/internal/voices"
 	"github.com/parley-voice/parley/iu"
-	"github.com/parley-voice/parley/modules/tts"
 )
 
 // The sounds over the agent: what a listener does while someone talks (hums,
@@ -305,7 +304,7 @@ func replayOverlap(t *testing.T, cfg Config, scenario string) (*ReplayResult, *r
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	rec := &record{chunks: map[iu.ID]tts.Chunk{}}
+	rec := newRecord()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// PARLEY_OVERLAP_CLOCK=real replays in real time, decodes and all (slow, and the

@@ -15,6 +15,10 @@ type ClauseConfig struct {
 	// MaxWords cuts a clause at the next space once it has this many words, for models
 	// that write long stretches without punctuation (0: no limit).
 	MaxWords int
+	// FirstMaxWords cuts the reply's first clause at the next space once it has this
+	// many words (0: MaxWords), so that speech starts after a few words even when the
+	// first sentence is long: its audio plays while the next clause is generated.
+	FirstMaxWords int
 	// Abbreviations are extra words (lower case, without the final period) after which a
 	// period does not end a sentence, added to the built-in English list.
 	Abbreviations []string
@@ -44,6 +48,8 @@ func isBuiltinAbbreviation(w string) bool {
 // one goroutine.
 type ClauseSplitter struct {
 	minWords, maxWords int
+	firstMaxWords      int
+	cut                bool            // a clause was cut already: the first one's limit is over
 	abbrev             map[string]bool // extra abbreviations from the config
 	buf                string          // the current clause so far, without leading white space
 	scan               scanState       // how far buf was scanned without settling a boundary
@@ -59,7 +65,8 @@ type scanState struct {
 
 // NewClauseSplitter returns a splitter with cfg's settings.
 func NewClauseSplitter(cfg ClauseConfig) *ClauseSplitter {
-	s := &ClauseSplitter{minWords: cfg.MinWords, maxWords: cfg.MaxWords, abbrev: make(map[string]bool, len(cfg.Abbreviations))}
+	s := &ClauseSplitter{minWords: cfg.MinWords, maxWords: cfg.MaxWords, firstMaxWords: cfg.FirstMaxWords,
+		abbrev: make(map[string]bool, len(cfg.Abbreviations))}
 	if s.minWords <= 0 {
 		s.minWords = 2
 	}
@@ -85,6 +92,7 @@ func (s *ClauseSplitter) Push(text string) []string {
 		out = append(out, strings.TrimRightFunc(s.buf[:end], unicode.IsSpace))
 		s.buf = s.buf[end:]
 		s.scan = scanState{}
+		s.cut = true
 	}
 }
 
@@ -99,6 +107,7 @@ func (s *ClauseSplitter) Flush() string {
 	rest := strings.TrimSpace(s.buf)
 	s.buf = ""
 	s.scan = scanState{}
+	s.cut = false
 	return rest
 }
 
@@ -153,6 +162,10 @@ func isIdeograph(r rune) bool {
 // resume then says where to continue once more text arrived.
 func (s *ClauseSplitter) boundary(text string, st scanState) (end int, ok bool, resume scanState) {
 	words, inWord := st.words, st.inWord
+	maxWords := s.maxWords
+	if !s.cut && s.firstMaxWords > 0 {
+		maxWords = s.firstMaxWords
+	}
 	for i := st.pos; i < len(text); {
 		if !utf8.FullRuneInString(text[i:]) {
 			return 0, false, scanState{i, words, inWord} // the rest of a character is still to come
@@ -172,7 +185,7 @@ func (s *ClauseSplitter) boundary(text string, st scanState) (end int, ok bool, 
 			if isNewline(r) && words >= s.minWords {
 				return i, true, scanState{}
 			}
-			if s.maxWords > 0 && words >= s.maxWords && words >= s.minWords {
+			if maxWords > 0 && words >= maxWords && words >= s.minWords {
 				return i, true, scanState{}
 			}
 		case isPunct(r):

@@ -87,6 +87,12 @@ func TestClauseSplitter(t *testing.T) {
 			[]string{"Yes.", "I can."}},
 		{"max words", ClauseConfig{MaxWords: 4}, "one two three four five six seven",
 			[]string{"one two three four", "five six seven"}},
+		{"first clause shorter", ClauseConfig{FirstMaxWords: 3, MaxWords: 5}, "one two three four five six seven eight nine",
+			[]string{"one two three", "four five six seven eight", "nine"}},
+		{"first clause shorter, no other limit", ClauseConfig{FirstMaxWords: 3}, "Yes, I can do that for you. It is done.",
+			[]string{"Yes, I can", "do that for you.", "It is done."}},
+		{"first clause ends at punctuation first", ClauseConfig{FirstMaxWords: 4}, "It is. Then more words come here",
+			[]string{"It is.", "Then more words come here"}},
 		{"extra abbreviation", ClauseConfig{Abbreviations: []string{"Inc."}}, "Acme Inc. makes tools. Buy them.",
 			[]string{"Acme Inc. makes tools.", "Buy them."}},
 		{"URL", ClauseConfig{}, "See example.com/a.html for more. Thanks.",
@@ -182,11 +188,12 @@ func FuzzClauseSplitter(f *testing.F) {
 	f.Add("Well... I think?! \"Yes.\" (No.)\n\nOK, 1,000 e.g. U.S. 10:30", uint64(3), uint8(2))
 	f.Add("one two three four five six", uint64(4), uint8(3))
 	f.Add("a\xffb. c\xe2\x82 d.", uint64(5), uint8(0))
+	f.Add("one two three, four five six seven", uint64(6), uint8(27))
 	f.Fuzz(func(t *testing.T, text string, seed uint64, mode uint8) {
 		if len(text) > 1<<12 {
 			return
 		}
-		cfg := ClauseConfig{MinWords: int(mode % 3), MaxWords: int(mode/3%4) * 3}
+		cfg := ClauseConfig{MinWords: int(mode % 3), MaxWords: int(mode/3%4) * 3, FirstMaxWords: int(mode / 12 % 3)}
 		whole := splitAll(cfg, text)
 
 		// The same text in random pieces (cut anywhere, even inside a character) gives

@@ -805,14 +805,15 @@ func (m *Module) finalClauses(p *iu.Ports, t *turn, res Result, genErr error) []
 	case failed || cut:
 		// Speak the clauses that are complete, never a fragment cut off mid-sentence
 		// or mid-word. A clause in progress that ends with sentence punctuation counts
-		// as complete; with nothing complete, a reply cut by the token limit keeps its
-		// complete words.
+		// as complete; with nothing complete, or when the last complete clause was cut
+		// mid-sentence by a word limit (the sentence is being spoken already), a reply
+		// cut by the token limit keeps its complete words.
 		if rest != "" && endsSentence(rest) {
 			ups = append(ups, t.commitComplete(p)...)
 			ups = append(ups, t.setOpen(p, rest, false)...)
 			t.complete = true
 		}
-		if cut && len(t.committed) == 0 && !t.complete {
+		if cut && !t.complete && (len(t.committed) == 0 || !endsSentence(t.committed[len(t.committed)-1])) {
 			text := rest
 			if t.open != nil {
 				text = t.open.Payload.(Clause).Text
@@ -823,7 +824,7 @@ func (m *Module) finalClauses(p *iu.Ports, t *turn, res Result, genErr error) []
 			// With nothing before it, a lone word is kept: a reply of one cut word
 			// says more than silence.
 			words := completeWords(text)
-			if words == "" {
+			if words == "" && len(t.committed) == 0 {
 				words = strings.TrimSpace(text)
 			}
 			if words != "" {

@@ -20,6 +20,8 @@ import (
 type script struct {
 	pieces []string
 	err    error
+	// length ends the generation as the token limit does.
+	length bool
 	// hang makes the generation of this prompt stop after its first piece until it is
 	// cancelled.
 	hang string
@@ -39,6 +41,9 @@ func (s *script) Generate(ctx context.Context, req llm.Request, emit func(string
 	}
 	if s.err != nil {
 		return llm.Result{Text: sb.String(), StopReason: llm.StopError, Tokens: len(s.pieces)}, s.err
+	}
+	if s.length {
+		return llm.Result{Text: sb.String(), StopReason: llm.StopLength, Tokens: len(s.pieces)}, nil
 	}
 	return llm.Result{Text: sb.String(), StopReason: llm.StopEOG, Tokens: len(s.pieces)}, nil
 }
@@ -108,6 +113,18 @@ func TestModuleUpdateSequence(t *testing.T) {
 			`update 1 "Fine here." last`, `commit 1 "Fine here." last`,
 			`add reply "All good. Fine here."`, `commit reply "All good. Fine here."`,
 		}, "boom"},
+		{"token limit after a sentence", &script{pieces: []string{"All good.", " Then it bro"}, length: true}, llm.Config{}, []string{
+			`add 0 "All good."`,
+			`commit 0 "All good."`, `add 1 "Then it bro"`,
+			`revoke 1 "Then it bro"`, `add reply "All good. Then it bro"`, `commit reply "All good. Then it bro"`,
+		}, ""},
+		{"token limit mid-sentence after a short first clause", &script{pieces: []string{"Anna,", " you can", " go to", " the sto"}, length: true},
+			llm.Config{Clauses: llm.ClauseConfig{FirstMaxWords: 3}}, []string{
+				`add 0 "Anna,"`, `update 0 "Anna, you can"`,
+				`commit 0 "Anna, you can"`, `add 1 "go to"`, `update 1 "go to the sto"`,
+				`update 1 "go to the"`, `update 1 "go to the" last`, `commit 1 "go to the" last`,
+				`add reply "Anna, you can go to the sto"`, `commit reply "Anna, you can go to the sto"`,
+			}, ""},
 		{"nothing generated", &script{}, llm.Config{}, []string{`add reply ""`, `commit reply ""`}, ""},
 	}
 	for _, tc := range tests {
