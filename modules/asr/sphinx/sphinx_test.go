@@ -199,6 +199,17 @@ func TestPocketsphinxSpeculativeMatchesTurnEnd(t *testing.T) {
 	}
 }
 
+// newEngine returns an engine with cfg, closed when the test ends.
+func newEngine(t *testing.T, cfg asr.PocketsphinxConfig) *sphinx.Engine {
+	t.Helper()
+	e, err := sphinx.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
 // TestPocketsphinxPeekFinal checks the engine's own finals: before the streaming pass
 // has decoded AdaptAfter of audio an utterance's final is the final pass's, after it the
 // streaming pass's; PeekFinal gives what Final gives, twice alike; and audio fed after a
@@ -206,14 +217,6 @@ func TestPocketsphinxSpeculativeMatchesTurnEnd(t *testing.T) {
 func TestPocketsphinxPeekFinal(t *testing.T) {
 	needPocketsphinx(t)
 	ctx := context.Background()
-	newEngine := func(cfg asr.PocketsphinxConfig) *sphinx.Engine {
-		e, err := sphinx.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		return e
-	}
 	must := func(h asr.Hypothesis, err error) asr.Hypothesis {
 		t.Helper()
 		if err != nil {
@@ -221,7 +224,7 @@ func TestPocketsphinxPeekFinal(t *testing.T) {
 		}
 		return h
 	}
-	e, twin := newEngine(asr.DefaultPocketsphinxConfig()), newEngine(asr.DefaultPocketsphinxConfig())
+	e, twin := newEngine(t, asr.DefaultPocketsphinxConfig()), newEngine(t, asr.DefaultPocketsphinxConfig())
 	hop := int(audio.DurationToSamples(asr.DefaultConfig().EffectiveHop(), audio.PipelineRate))
 	warm := asrtest.SharedAudio(t, "jfk.wav")[:2*audio.PipelineRate]
 	for _, en := range []*sphinx.Engine{e, twin} {
@@ -288,7 +291,7 @@ func TestPocketsphinxPeekFinal(t *testing.T) {
 
 	cfg := asr.DefaultPocketsphinxConfig()
 	cfg.FinalPass = false
-	streaming := newEngine(cfg)
+	streaming := newEngine(t, cfg)
 	if err := streaming.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -304,15 +307,7 @@ func TestPocketsphinxPeekFinal(t *testing.T) {
 func TestPocketsphinxFinalOf(t *testing.T) {
 	needPocketsphinx(t)
 	ctx := context.Background()
-	newEngine := func(cfg asr.PocketsphinxConfig) *sphinx.Engine {
-		e, err := sphinx.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		return e
-	}
-	ref, e, twin := newEngine(finalPassConfig()), newEngine(finalPassConfig()), newEngine(finalPassConfig())
+	ref, e, twin := newEngine(t, finalPassConfig()), newEngine(t, finalPassConfig()), newEngine(t, finalPassConfig())
 	// e's side decoder is loaded ahead, as the pipeline does when it speculates: its
 	// FinalOf during streaming must still give ref's words.
 	if err := e.LoadSide(); err != nil {
@@ -390,7 +385,7 @@ func TestPocketsphinxFinalOf(t *testing.T) {
 
 	cfg := finalPassConfig()
 	cfg.FinalPass = false
-	streaming := newEngine(cfg)
+	streaming := newEngine(t, cfg)
 	if streaming.StatelessFinal() {
 		t.Error("without the final pass the final hypothesis is stateful")
 	}

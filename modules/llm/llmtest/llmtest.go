@@ -229,12 +229,25 @@ func (c *Controller) Send(ctx context.Context, a control.Action, turnID int) err
 
 // Until records updates until done returns true for one of them.
 func (c *Controller) Until(ctx context.Context, done func(iu.Update) bool) error {
+	return c.record(ctx, time.Time{}, done)
+}
+
+// Wait records updates until d has passed on the network's clock.
+func (c *Controller) Wait(ctx context.Context, d time.Duration) error {
+	return c.record(ctx, c.Ports.Now().Add(d), func(iu.Update) bool { return false })
+}
+
+// record records updates until done returns true for one of them or, when deadline is
+// not zero, until the network's clock reaches it.
+func (c *Controller) record(ctx context.Context, deadline time.Time, done func(iu.Update) bool) error {
 	for {
-		ev, err := c.Ports.Next(ctx, time.Time{})
+		ev, err := c.Ports.Next(ctx, deadline)
 		if err != nil {
 			return err
 		}
 		switch ev.Kind {
+		case iu.EventDeadline:
+			return nil
 		case iu.EventInputDone:
 			return errors.New("the LLM module finished early")
 		case iu.EventMessage:
@@ -248,30 +261,6 @@ func (c *Controller) Until(ctx context.Context, done func(iu.Update) bool) error
 			}
 			if hit {
 				return nil
-			}
-		}
-	}
-}
-
-// Wait records updates until d has passed on the network's clock.
-func (c *Controller) Wait(ctx context.Context, d time.Duration) error {
-	deadline := c.Ports.Now().Add(d)
-	for {
-		ev, err := c.Ports.Next(ctx, deadline)
-		if err != nil {
-			return err
-		}
-		switch ev.Kind {
-		case iu.EventDeadline:
-			return nil
-		case iu.EventInputDone:
-			return errors.New("the LLM module finished early")
-		case iu.EventMessage:
-			c.Ups = append(c.Ups, ev.Message.Updates...)
-			for _, up := range ev.Message.Updates {
-				if r, ok := up.IU.Payload.(llm.Reply); ok && up.Type == iu.Commit {
-					c.Replies = append(c.Replies, r)
-				}
 			}
 		}
 	}
