@@ -26,7 +26,8 @@ import (
 // pipeline on the virtual clock (Silero VAD, pocketsphinx, stories260K through
 // llama.cpp, espeak-ng, the file speaker with its 50 ms output latency), placed while
 // the agent answers a question, and measured on the speaker's rendered output
-// (agent.wav) against a replay of the question alone.
+// (agent.wav) against the same replay's answer as it would have sounded untouched
+// (ownReference).
 
 // overlapVoices are the voices the scenarios speak in.
 var overlapVoices = []voices.Voice{voices.FliteSLT, voices.FliteRMS, voices.FliteAWB, voices.FestivalKAL, voices.FestivalSLT}
@@ -131,14 +132,8 @@ func (o overlapOutcome) sound() bool {
 		}
 		return len(o.userTurns) > 0
 	}
-	return !o.stopped && len(o.userTurns) == 0 && o.gap <= maxGap
+	return !o.stopped && len(o.userTurns) == 0 && o.gap <= maxGap && o.restoreAfter <= maxRestore
 }
-
-// maxLateRestores is how many backchannels may give the voice back later than
-// maxRestore: when the decoder's confidence in "okay" flaps after the backchannel was
-// recognised, the manager ducks again until the sound has ended (340–350 ms after it, in
-// flite's rms and festival's slt voices; docs/MEASUREMENTS.md).
-const maxLateRestores = 2
 
 // minBargeInsOnTime is how many of the barge-ins must meet both timing targets (ducked
 // and silent in time). The recogniser does not name every barge-in's first word within
@@ -151,10 +146,9 @@ const minBargeInsOnTime = 18
 const window = 10 * time.Millisecond
 
 // alignedGains compares the rendered output with the reference window by window from
-// window from to window to: replays on the virtual clock place the agent's audio a few
-// milliseconds apart from one run to the next (chunks reach the speaker at slightly
-// different steps), so each 100 ms block of the rendered output is first matched with
-// the reference at the lag (within ±40 ms) that correlates best. It returns the
+// window from to window to: a pause or a late chunk shifts the rendered output from
+// the reference by a few milliseconds, so each 100 ms block of the rendered output is
+// first matched with the reference at the lag (within ±40 ms) that correlates best. It returns the
 // reference's levels (dBFS, aligned) and the rendered level relative to them (dB), for
 // every window (zero outside from–to).
 func alignedGains(got, ref audio.Frame, from, to int) (refLevels, gains []float64) {
@@ -234,19 +228,17 @@ func TestSoundsOverTheAgent(t *testing.T) {
 	sounds := overlapSounds(t, cache)
 	question := filepath.Join(testenv.SharedDir(t), "audio", "v2j_what_time_is_it.wav")
 
-	// The reference: the question alone, and the agent's whole answer.
+	// The question alone, to find where the agent answers.
 	ref, _ := replayOverlap(t, cfg, writeScenario(t, 8, question, 0.5))
-	refAudio := agentAudio(t, ref)
-	refLevels := levels(refAudio)
 	speechAt := -1
-	for i, l := range refLevels {
+	for i, l := range levels(agentAudio(t, ref)) {
 		if l > -50 {
 			speechAt = i
 			break
 		}
 	}
 	if speechAt < 0 {
-		t.Fatal("the reference answer is silent")
+		t.Fatal("the answer is silent")
 	}
 	place := at(speechAt) + 700*time.Millisecond // well inside the answer
 	t.Logf("the agent answers from %v; sounds start at %v", at(speechAt), place)
@@ -257,6 +249,7 @@ func TestSoundsOverTheAgent(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			start := place - s.onset // the sound itself begins at place
 			res, rec := replayOverlap(t, cfg, writeScenario(t, 6, question, 0.5, s.path, start.Seconds()))
+			refAudio := ownReference(t, rec, agentAudio(t, res))
 			o := measureOverlap(t, s, place, res, rec, refAudio)
 			outcomes = append(outcomes, o)
 			if !o.pass() {
@@ -266,7 +259,7 @@ func TestSoundsOverTheAgent(t *testing.T) {
 					t.Logf("misses a timing target: %s", describeOutcome(o))
 				}
 				t.Logf("what happened from the onset on:\n%s", overlapTimeline(t, res, place))
-				got := levels(agentAudio(t, res))
+				got, refLevels := levels(agentAudio(t, res)), levels(refAudio)
 				var b strings.Builder
 				for i := int(place/window) - 10; i < int(place/window)+180 && i < len(got) && i < len(refLevels); i++ {
 					fmt.Fprintf(&b, " %+.0f/%+.0f", got[i], refLevels[i])
@@ -275,18 +268,11 @@ func TestSoundsOverTheAgent(t *testing.T) {
 			}
 		})
 	}
-	onTime, late := 0, 0
+	onTime := 0
 	for _, o := range outcomes {
 		if o.s.bargeIn && o.pass() {
 			onTime++
 		}
-		if !o.s.bargeIn && o.restoreAfter > maxRestore {
-			late++
-			t.Logf("%s %s: full volume %v after it ended", o.s.voice, o.s.text, o.restoreAfter)
-		}
-	}
-	if late > maxLateRestores {
-		t.Errorf("%d backchannels gave the voice back later than %v after they ended, want at most %d", late, maxRestore, maxLateRestores)
 	}
 	if onTime < minBargeInsOnTime {
 		t.Errorf("%d barge-ins were ducked within %v and silent within %v of their onset, want at least %d", onTime, maxDuckDelay, maxSilence, minBargeInsOnTime)
@@ -296,7 +282,7 @@ func TestSoundsOverTheAgent(t *testing.T) {
 }
 
 // replayOverlap replays scenario with engines of its own: a model whose cache holds
-// earlier replays could answer differently, and the measures compare with the reference.
+// earlier replays could answer differently from the replay that placed the sounds.
 func replayOverlap(t *testing.T, cfg Config, scenario string) (*ReplayResult, *record) {
 	t.Helper()
 	eng, err := LoadEngines(cfg, nil)
@@ -326,6 +312,80 @@ func agentAudio(t *testing.T, res *ReplayResult) audio.Frame {
 	return f
 }
 
+// ownReference returns what the speaker would have rendered of the agent's answer (turn
+// 2) had nothing been said over it: the turn's chunks (not those of a withdrawn
+// preparation) one after the other, resampled to the output's rate and placed where the
+// rendered output begins them. Each replay is its own reference: espeak-ng does not
+// give the same samples for the same text twice (its noise source and pitch flutter
+// carry state from one synthesis to the next), and how many withdrawn preparations a
+// replay synthesised depends on the order of events that fall on the same virtual
+// instant, so another replay's answer drifts from this one's by tens of milliseconds.
+func ownReference(t *testing.T, rec *record, got audio.Frame) audio.Frame {
+	t.Helper()
+	var samples []float32
+	rate := 0
+	for _, id := range rec.order {
+		c := rec.chunks[id]
+		if c.TurnID != 2 || rec.revoked[id] {
+			continue
+		}
+		if rate != 0 && c.Audio.Rate != rate {
+			t.Fatalf("the answer's chunks come at %d and %d Hz", rate, c.Audio.Rate)
+		}
+		rate = c.Audio.Rate
+		samples = append(samples, c.Audio.Samples...)
+	}
+	if len(samples) == 0 {
+		t.Fatal("the replay has no chunk of the answer")
+	}
+	if rate != got.Rate {
+		rs, err := audio.NewResampler(rate, got.Rate, 1, audio.QualityDefault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples = append(rs.Process(samples), rs.Flush()...)
+	}
+	firstSound := func(x []float32) int {
+		return slices.IndexFunc(x, func(v float32) bool { return math.Abs(float64(v)) > 1e-3 })
+	}
+	gotStart, refStart := firstSound(got.Samples), firstSound(samples)
+	if gotStart < 0 || refStart < 0 {
+		t.Fatal("the answer is silent")
+	}
+	// The first sound of each places them within a few samples; the best correlation
+	// over the answer's first 200 ms places them exactly.
+	n := int(audio.DurationToSamples(200*time.Millisecond, got.Rate))
+	best, offset := -2.0, 0
+	for d := -80; d <= 80; d++ {
+		var xy, xx, yy float64
+		for k := 0; k < n && refStart+k < len(samples); k++ {
+			j := gotStart + d + k
+			if j < 0 || j >= len(got.Samples) {
+				continue
+			}
+			x, y := float64(got.Samples[j]), float64(samples[refStart+k])
+			xy += x * y
+			xx += x * x
+			yy += y * y
+		}
+		if xx > 0 && yy > 0 {
+			if c := xy / math.Sqrt(xx*yy); c > best {
+				best, offset = c, gotStart+d-refStart
+			}
+		}
+	}
+	if best < 0.99 {
+		t.Fatalf("the rendered answer does not begin with its chunks (correlation %.3f)", best)
+	}
+	ref := audio.Frame{Rate: got.Rate, Samples: make([]float32, len(got.Samples))}
+	for k, v := range samples {
+		if j := offset + k; j >= 0 && j < len(ref.Samples) {
+			ref.Samples[j] = v
+		}
+	}
+	return ref
+}
+
 func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *ReplayResult, rec *record, refAudio audio.Frame) overlapOutcome {
 	t.Helper()
 	o := overlapOutcome{s: s, minGain: 0}
@@ -351,9 +411,9 @@ func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *Repl
 	first := int(place / window)
 	end := first + int((s.length+window-1)/window)
 	ref, gains := alignedGains(gotAudio, refAudio, first-20, first+int(3*time.Second/window))
-	// The alignment (alignedGains) absorbs the few milliseconds by which replays on the
-	// virtual clock place the agent's audio apart from one run to the next; still, each
-	// figure asks for more than one window: ducked is two windows in a row 10.5 dB or more
+	// The alignment (alignedGains) absorbs the few milliseconds by which the rendered
+	// output may be shifted from the reference; still, each figure asks for more than
+	// one window: ducked is two windows in a row 10.5 dB or more
 	// below the reference (-12 dB is the duck level), a silence is windows in a row silent
 	// where the reference speaks, and full volume is 200 ms of the reference's speech at a
 	// median within 1 dB of it, nine windows in ten no more than 6 dB below (a word's edge
@@ -378,7 +438,7 @@ func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *Repl
 		}
 	}
 	// Ducking is measured without the alignment: it comes within the first 150 ms, before
-	// the two replays drift apart, and a block's alignment blurs a 10 ms ramp.
+	// anything can shift the output, and a block's alignment blurs a 10 ms ramp.
 	rawRef := levels(refAudio)
 	rawGain := func(i int) (float64, bool) {
 		if i >= len(rawRef) || rawRef[i] < -45 {

@@ -320,9 +320,29 @@ func (s *Stream) Start() error {
 	}
 	s.started = true
 	if err := paError(C.Pa_StartStream(s.pa)); err != nil {
+		if s.endedAlready() {
+			// It started and ended before PortAudio's start returned: when the callback
+			// ends the stream at once, ALSA's callback thread can exit before PortAudio
+			// raises its priority, which then fails (ESRCH) and is reported as "Internal
+			// PortAudio error". Finished and Err tell how the stream ended.
+			return nil
+		}
 		return fmt.Errorf("device: start %s stream on %q: %w", s.dir, s.device.Name, err)
 	}
 	return nil
+}
+
+// endedAlready reports whether the stream's callback has run and the stream has finished.
+func (s *Stream) endedAlready() bool {
+	if s.callbacks.Load() == 0 {
+		return false
+	}
+	select {
+	case <-s.finished:
+		return true
+	default:
+		return false
+	}
 }
 
 // Stop ends the stream after the audio already handed to the device has played.
