@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -97,13 +98,20 @@ func TestLiveBargeInThroughPulseAudio(t *testing.T) {
 		// Give the agent time to answer the barge-in, then end the session.
 		time.Sleep(8 * time.Second)
 	}()
-	res, err := Live(runCtx, cfg, eng, LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{rec, heard}, Logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))})
+	timelinePath := filepath.Join(t.TempDir(), "timeline.jsonl")
+	timeline, err := os.Create(timelinePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer timeline.Close()
+	res, err := Live(runCtx, cfg, eng, LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{rec, heard}, Logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)), Timeline: timeline})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("conversation:\n%s", transcript.String())
 	agents := agentUtterances(res.History)
 	if len(agents) == 0 || !agents[0].Interrupted {
+		t.Logf("how the sounds over the agent were handled:\n%s", soundTimeline(timelinePath, 0, time.Minute))
 		t.Fatalf("history %+v: want the first agent turn interrupted by the barge-in", res.History.Utterances())
 	}
 	cut := agents[0]

@@ -566,7 +566,13 @@ func overlapTable(outcomes []overlapOutcome) string {
 // the VAD's, the overlap module's, the manager's commands and backchannels, the
 // speaker's changes of state and level.
 func overlapTimeline(t *testing.T, res *ReplayResult, from time.Duration) string {
-	f, err := os.Open(filepath.Join(res.OutDir, "timeline.jsonl"))
+	return soundTimeline(filepath.Join(res.OutDir, "timeline.jsonl"), from-100*time.Millisecond, from+3*time.Second)
+}
+
+// soundTimeline lists those updates of the timeline file path from time from to time to
+// (on the timeline's own clock).
+func soundTimeline(path string, from, to time.Duration) string {
+	f, err := os.Open(path)
 	if err != nil {
 		return err.Error()
 	}
@@ -578,7 +584,7 @@ func overlapTimeline(t *testing.T, res *ReplayResult, from time.Duration) string
 	var b strings.Builder
 	lastGain := ""
 	for _, e := range entries {
-		if e.T < from.Seconds()-0.1 || e.T > from.Seconds()+3 {
+		if e.T < from.Seconds() || e.T > to.Seconds() {
 			continue
 		}
 		switch e.Kind {

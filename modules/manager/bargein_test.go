@@ -240,6 +240,26 @@ func TestSoftBargeIns(t *testing.T) {
 			final: Overlap,
 		},
 		{
+			name: "a word whose confidence sinks as more is decoded counts when two of three decodes are sure of it",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3400, ev: voice(3400, "go:0.95", "for:1")},
+				{ms: 3480, ev: voice(3480, "go:0.85", "for:1")},
+				{ms: 3600, ev: voice(3600, "go:0.75", "for:1"), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "a word only one of three decodes is sure of does not count",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3400, ev: voice(3400, "go:0.95", "for:1")},
+				{ms: 3480, ev: voice(3480, "go:0.7", "for:1")},
+				{ms: 3600, ev: voice(3600, "go:0.75", "for:1")},
+			}),
+			final: AgentSpeaking,
+		},
+		{
 			name: "a long hum's drift of short words does not interrupt",
 			steps: concat(speakingAgent(), []step{
 				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},

@@ -63,9 +63,9 @@ type EvidenceConfig struct {
 	// interrupt words interrupt whatever their confidence.
 	KeywordConfidence float32       `yaml:"keyword_confidence"`
 	KeywordSound      time.Duration `yaml:"keyword_sound"`
-	// WordConfidence is what a real (not a backchannel) word needs to count: two such
-	// words, the same in two decodes in a row, interrupt; and a voice (not a hum) going
-	// on past MaxBackchannel interrupts once one such word is there.
+	// WordConfidence is what a real (not a backchannel) word needs to count, in two of
+	// three decodes in a row that open with it: two such words interrupt; and a voice
+	// (not a hum) going on past MaxBackchannel interrupts once one such word is there.
 	WordConfidence float32 `yaml:"word_confidence"`
 	// TurnWordConfidence is what a word of the final transcript of a sound that did not
 	// interrupt needs to count: a voice whose transcript holds two different such real

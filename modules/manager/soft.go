@@ -233,9 +233,12 @@ func (t *Turns) interruptAt(words []ScoredWord) int {
 }
 
 // confidentLead counts the real words (not part of any backchannel) that open the
-// decodes cur, prev and prev2 alike, each at least WordConfidence confident in cur:
-// counting stops at the first word that is neither such a word nor a confident
-// backchannel.
+// decodes cur, prev and prev2 alike, each at least WordConfidence confident in two of
+// the three: counting stops at the first word that is neither such a word nor a
+// confident backchannel. Two of three, not the latest alone: a word's confidence sinks
+// as the decodes take in more of what follows it ("go" 0.95, 0.85, 0.75 as "forward"
+// comes), and on a loaded machine decodes come further apart, so that the third may see
+// a dip the first two did not.
 func (t *Turns) confidentLead(cur, prev, prev2 []ScoredWord) int {
 	ev := t.cfg.BargeIn.Evidence
 	n := 0
@@ -244,9 +247,15 @@ func (t *Turns) confidentLead(cur, prev, prev2 []ScoredWord) int {
 		if w != normalizeWord(prev[i].Text) || w != normalizeWord(prev2[i].Text) {
 			break
 		}
+		confident := 0
+		for _, c := range []float32{cur[i].Confidence, prev[i].Confidence, prev2[i].Confidence} {
+			if c >= ev.WordConfidence {
+				confident++
+			}
+		}
 		switch {
 		case t.backWords[w] && cur[i].Confidence >= ev.BackchannelConfidence:
-		case !t.backWords[w] && lexical(w) && cur[i].Confidence >= ev.WordConfidence:
+		case !t.backWords[w] && lexical(w) && confident >= 2:
 			n++
 		default:
 			return n
