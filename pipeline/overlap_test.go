@@ -148,9 +148,9 @@ const window = 10 * time.Millisecond
 // alignedGains compares the rendered output with the reference window by window from
 // window from to window to: a pause or a late chunk shifts the rendered output from
 // the reference by a few milliseconds, so each 100 ms block of the rendered output is
-// first matched with the reference at the lag (within ±40 ms) that correlates best. It returns the
-// reference's levels (dBFS, aligned) and the rendered level relative to them (dB), for
-// every window (zero outside from–to).
+// first matched with the reference at the lag (within ±40 ms) that correlates best. It
+// returns the reference's levels (dBFS, aligned) and the rendered level relative to them
+// (dB), for every window (zero outside from–to).
 func alignedGains(got, ref audio.Frame, from, to int) (refLevels, gains []float64) {
 	n := int(audio.DurationToSamples(window, got.Rate))
 	block := 10 * n
