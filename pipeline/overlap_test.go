@@ -160,32 +160,17 @@ func alignedGains(got, ref audio.Frame, from, to int) (refLevels, gains []float6
 	for i := range windows {
 		refLevels[i] = audio.DBFS(audio.RMS(ref.Samples[i*n : (i+1)*n]))
 	}
-	sample := func(x []float32, i int) float64 {
-		if i < 0 || i >= len(x) {
-			return 0
-		}
-		return float64(x[i])
-	}
 	for b := max(from, 0) * n; b < min(to*n, len(ref.Samples)); b += block {
 		best, bestLag := -2.0, 0
 		for lag := -maxLag; lag <= maxLag; lag++ {
-			var xy, xx, yy float64
-			for k := b; k < b+block; k++ {
-				x, y := sample(got.Samples, k), sample(ref.Samples, k+lag)
-				xy += x * y
-				xx += x * x
-				yy += y * y
-			}
-			if xx > 0 && yy > 0 {
-				if c := xy / math.Sqrt(xx*yy); c > best {
-					best, bestLag = c, lag
-				}
+			if c := correlation(got.Samples, ref.Samples, b, b+lag, block); c > best {
+				best, bestLag = c, lag
 			}
 		}
 		for i := b / n; i < (b+block)/n && i < windows; i++ {
 			var eg, er float64
 			for k := i * n; k < (i+1)*n; k++ {
-				g, r := sample(got.Samples, k), sample(ref.Samples, k+bestLag)
+				g, r := sampleAt(got.Samples, k), sampleAt(ref.Samples, k+bestLag)
 				eg += g * g
 				er += r * r
 			}
@@ -201,6 +186,31 @@ func alignedGains(got, ref audio.Frame, from, to int) (refLevels, gains []float6
 		}
 	}
 	return refLevels, gains
+}
+
+// correlation returns the normalised correlation of the n samples of x from xFrom with
+// the n samples of y from yFrom, samples outside either slice counting as silence; -2
+// when either stretch is silent.
+func correlation(x, y []float32, xFrom, yFrom, n int) float64 {
+	var xy, xx, yy float64
+	for k := range n {
+		a, b := sampleAt(x, xFrom+k), sampleAt(y, yFrom+k)
+		xy += a * b
+		xx += a * a
+		yy += b * b
+	}
+	if xx == 0 || yy == 0 {
+		return -2
+	}
+	return xy / math.Sqrt(xx*yy)
+}
+
+// sampleAt returns s[i], or silence outside s.
+func sampleAt(s []float32, i int) float64 {
+	if i < 0 || i >= len(s) {
+		return 0
+	}
+	return float64(s[i])
 }
 
 // levels returns the RMS level (dBFS) of every window of samples.
@@ -357,21 +367,8 @@ func ownReference(t *testing.T, rec *record, got audio.Frame) audio.Frame {
 	n := int(audio.DurationToSamples(200*time.Millisecond, got.Rate))
 	best, offset := -2.0, 0
 	for d := -80; d <= 80; d++ {
-		var xy, xx, yy float64
-		for k := 0; k < n && refStart+k < len(samples); k++ {
-			j := gotStart + d + k
-			if j < 0 || j >= len(got.Samples) {
-				continue
-			}
-			x, y := float64(got.Samples[j]), float64(samples[refStart+k])
-			xy += x * y
-			xx += x * x
-			yy += y * y
-		}
-		if xx > 0 && yy > 0 {
-			if c := xy / math.Sqrt(xx*yy); c > best {
-				best, offset = c, gotStart+d-refStart
-			}
+		if c := correlation(got.Samples, samples, gotStart+d, refStart, n); c > best {
+			best, offset = c, gotStart+d-refStart
 		}
 	}
 	if best < 0.99 {

@@ -226,20 +226,18 @@ func (e *Engine) FinalOf(ctx context.Context, samples []float32) (asr.Hypothesis
 	if len(samples) == 0 {
 		return asr.Hypothesis{}, nil // what Final gives for an utterance without audio
 	}
-	dec := e.dec
-	if dec.InUtterance() || e.peeked != nil || e.cfg.FinalPassApart() {
-		if err := e.LoadSide(); err != nil {
-			return asr.Hypothesis{}, err
-		}
-		dec = e.side
+	dec, err := e.finalPassDecoder()
+	if err != nil {
+		return asr.Hypothesis{}, err
 	}
 	return e.finalPass(ctx, dec, samples)
 }
 
-// finalPassDecoder is the decoder Final's final pass runs on: the streaming one, unless
-// that one leaves out the passes the final pass makes.
+// finalPassDecoder is the decoder a final pass (Final's or FinalOf's) runs on: the
+// streaming one when it is free (no utterance open, no peeked result to keep) and
+// searches as the final pass does; otherwise the side decoder, loaded if need be.
 func (e *Engine) finalPassDecoder() (*pocketsphinx.Decoder, error) {
-	if !e.cfg.FinalPassApart() {
+	if !e.dec.InUtterance() && e.peeked == nil && !e.cfg.FinalPassApart() {
 		return e.dec, nil
 	}
 	if err := e.LoadSide(); err != nil {
