@@ -250,11 +250,21 @@ func TestSoftBargeIns(t *testing.T) {
 			final: Overlap,
 		},
 		{
-			name: "a word only one of three decodes is sure of does not count",
+			name: "a word one of three decodes is sure of counts when none doubts it",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3400, ev: voice(3400, "go:0.85", "for:1")},
+				{ms: 3480, ev: voice(3480, "go:0.68", "for:1")},
+				{ms: 3600, ev: voice(3600, "go:0.69", "for:1"), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "a word one of three decodes is sure of and another doubts does not count",
 			steps: concat(speakingAgent(), []step{
 				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
 				{ms: 3400, ev: voice(3400, "go:0.95", "for:1")},
-				{ms: 3480, ev: voice(3480, "go:0.7", "for:1")},
+				{ms: 3480, ev: voice(3480, "go:0.45", "for:1")},
 				{ms: 3600, ev: voice(3600, "go:0.75", "for:1")},
 			}),
 			final: AgentSpeaking,

@@ -64,8 +64,9 @@ type EvidenceConfig struct {
 	KeywordConfidence float32       `yaml:"keyword_confidence"`
 	KeywordSound      time.Duration `yaml:"keyword_sound"`
 	// WordConfidence is what a real (not a backchannel) word needs to count, in two of
-	// three decodes in a row that open with it: two such words interrupt; and a voice
-	// (not a hum) going on past MaxBackchannel interrupts once one such word is there.
+	// three decodes in a row that open with it (or in one, when none of the three gives
+	// it less than TurnWordConfidence): two such words interrupt; and a voice (not a
+	// hum) going on past MaxBackchannel interrupts once one such word is there.
 	WordConfidence float32 `yaml:"word_confidence"`
 	// TurnWordConfidence is what a word of the final transcript of a sound that did not
 	// interrupt needs to count: a voice whose transcript holds two different such real

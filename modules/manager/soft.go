@@ -234,11 +234,13 @@ func (t *Turns) interruptAt(words []ScoredWord) int {
 
 // confidentLead counts the real words (not part of any backchannel) that open the
 // decodes cur, prev and prev2 alike, each at least WordConfidence confident in two of
-// the three: counting stops at the first word that is neither such a word nor a
-// confident backchannel. Two of three, not the latest alone: a word's confidence sinks
-// as the decodes take in more of what follows it ("go" 0.95, 0.85, 0.75 as "forward"
-// comes), and on a loaded machine decodes come further apart, so that the third may see
-// a dip the first two did not.
+// the three, or in one of them with none of the three below TurnWordConfidence:
+// counting stops at the first word that is neither such a word nor a confident
+// backchannel. Not the latest decode alone: a word's confidence sinks as the decodes
+// take in more of what follows it ("go" 0.95, 0.85, 0.75 as "forward" comes), and on a
+// loaded machine decodes come further apart, so that two of three may see the dip
+// ("go" 0.85, 0.68, 0.69 in a live run with both cores busy). A hum's drift of words
+// agrees on none of them for long, and doubts them (0.3–0.4).
 func (t *Turns) confidentLead(cur, prev, prev2 []ScoredWord) int {
 	ev := t.cfg.BargeIn.Evidence
 	n := 0
@@ -247,15 +249,16 @@ func (t *Turns) confidentLead(cur, prev, prev2 []ScoredWord) int {
 		if w != normalizeWord(prev[i].Text) || w != normalizeWord(prev2[i].Text) {
 			break
 		}
-		confident := 0
+		confident, doubted := 0, false
 		for _, c := range []float32{cur[i].Confidence, prev[i].Confidence, prev2[i].Confidence} {
 			if c >= ev.WordConfidence {
 				confident++
 			}
+			doubted = doubted || c < ev.TurnWordConfidence
 		}
 		switch {
 		case t.backWords[w] && cur[i].Confidence >= ev.BackchannelConfidence:
-		case !t.backWords[w] && lexical(w) && confident >= 2:
+		case !t.backWords[w] && lexical(w) && (confident >= 2 || confident == 1 && !doubted):
 			n++
 		default:
 			return n
