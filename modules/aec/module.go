@@ -123,7 +123,8 @@ func (c Cost) RTF() float64 {
 // one. The played stream is placed when it first holds sound (10 ms early, so that a
 // timing a little off never puts the reference after its echo) and then followed sample
 // by sample; it moves when the output's timing clearly moved (its latency grew or
-// shrank, and the echo with it), not for the timing's jitter (see place). A microphone
+// shrank, and the echo with it), not for the timing's jitter nor for the microphone's
+// clock estimate settling (see place). A microphone
 // frame waits for the played audio up to its end (Config.MaxWait at most).
 //
 // Latency. The canceller's output lags its input by Canceller.Latency (18 ms for AEC3):
@@ -189,12 +190,14 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 // Placing the played stream (see place): the microphone's clock is an average over the
 // last averaging frames; the stream is placed earlyBy ahead of the timing, and moved when
 // moveAgree played IUs in a row put it at least moveMin elsewhere (and agree within
-// moveMin/2).
+// moveMin/2), or when the microphone's clock moved epochMoveMin.
 const (
 	averaging = 32
 	earlyBy   = 10 * time.Millisecond
 	moveMin   = 5 * time.Millisecond
 	moveAgree = 3
+	// epochMoveMin is how far the microphone's clock must move for the stream to follow.
+	epochMoveMin = 2 * earlyBy
 	// maxStash bounds the played audio kept before the first microphone frame says
 	// where the microphone's timeline lies.
 	maxStash = 5 * time.Second
@@ -237,8 +240,13 @@ type runner struct {
 	locked bool  // the reference has held sound: the stream moves only on a clear change
 	moveTo int64 // where the last IUs would move it, and how many agreed
 	agreed int
-	stash  []audio.Frame
-	stashT []time.Time
+	// placedOut and placedEpoch are the output's timing (when played sample 0 is heard)
+	// and the microphone's epoch the offset was last set from: each moves the stream by
+	// its own rule (see place).
+	placedOut   time.Time
+	placedEpoch time.Time
+	stash       []audio.Frame
+	stashT      []time.Time
 
 	eos      *iu.IU // the end of the stream, passed on once the queue is empty
 	flushed  bool
@@ -381,7 +389,7 @@ func (r *runner) played(f audio.Frame, heard time.Time) {
 		}
 		return
 	}
-	r.place(r.position(heard)-f.Start, silent(f.Samples) && silent(r.ref))
+	r.place(heard, f.Start, silent(f.Samples) && silent(r.ref))
 	pos, samples := r.offset+f.Start, f.Samples
 	if pos < r.rendered {
 		cut := r.rendered - pos
@@ -401,22 +409,40 @@ func (r *runner) played(f audio.Frame, heard time.Time) {
 	r.ref = append(r.ref, samples...)
 }
 
-// place updates the played stream's offset with what one played IU's timing says it
-// is (quiet: the IU and the reference not yet rendered are silence). While everything
-// played so far was silence the stream follows the timing, since there is nothing to
-// misplace; the first sound fixes it. Afterwards it moves when moveAgree IUs in a row
-// say it lies moveMin or more elsewhere: the output's latency changed (a sound server
-// that grows its buffer after an underrun plays everything later), and the echo moved
-// with it, so the reference follows and the engine sees its delay unchanged. Smaller
-// differences are the timing's jitter, and the engine's to absorb. The stream is placed
-// early by earlyBy, so that a timing a little off never puts the reference after its
-// echo.
-func (r *runner) place(offset int64, quiet bool) {
-	offset -= audio.DurationToSamples(earlyBy, Rate)
+// place updates the played stream's offset with what one played IU's timing says: its
+// first sample, at played position start, is heard at heard (quiet: the IU and the
+// reference not yet rendered are silence). While everything played so far was silence
+// the stream follows the timing, since there is nothing to misplace; the first sound
+// fixes it, early by earlyBy, so that a timing a little off never puts the reference
+// after its echo. Afterwards the two clocks the offset comes from move it each by its
+// own rule:
+//   - the output's: when moveAgree IUs in a row say it plays moveMin or more later or
+//     earlier than when the stream was placed (a sound server that grows its buffer
+//     after an underrun plays everything later, and the echo moves with it), the
+//     reference follows, so that the engine sees its delay unchanged; smaller
+//     differences are the timing's jitter, and the engine's to absorb;
+//   - the microphone's: its epoch is an estimate that settles for seconds (the
+//     microphone's sliding minimum over its stamps finds earlier ones; 35 ms over the
+//     first 5 s of a live run under load) while the echo stays where it was in the
+//     microphone's samples, so the stream moves with it only past epochMoveMin (a
+//     capture clock that truly drifts, 1 ms in 10 s at 100 ppm). Every move makes the
+//     engine adapt anew, and a residue of echo while it does can sound like the user.
+func (r *runner) place(heard time.Time, start int64, quiet bool) {
+	out := heard.Add(-audio.SamplesToDuration(start, Rate))
+	offset := r.position(heard) - start - audio.DurationToSamples(earlyBy, Rate)
 	if !r.locked {
 		r.offset, r.locked, r.agreed = offset, !quiet, 0
+		r.placedOut, r.placedEpoch = out, r.epoch
 		return
 	}
+	if d := r.epoch.Sub(r.placedEpoch); d >= epochMoveMin || d <= -epochMoveMin {
+		r.log.Debug("played audio moved with the microphone's clock", zap.Duration("by", -d))
+		r.offset -= audio.DurationToSamples(d, Rate)
+		r.placedEpoch = r.epoch
+		r.moves++
+	}
+	// Where the output's timing alone would put the stream.
+	offset = r.offset + audio.DurationToSamples(out.Sub(r.placedOut), Rate)
 	step := audio.DurationToSamples(moveMin, Rate)
 	switch {
 	case abs(offset-r.offset) < step:
@@ -429,6 +455,7 @@ func (r *runner) place(offset int64, quiet bool) {
 	if r.agreed >= moveAgree {
 		r.log.Debug("played audio moved with the output's latency", zap.Duration("by", audio.SamplesToDuration(offset-r.offset, Rate)))
 		r.offset, r.agreed = offset, 0
+		r.placedOut = out
 		r.moves++
 	}
 }

@@ -90,6 +90,10 @@ type scene struct {
 	gapLen   int
 	stopAt   time.Duration // the speaker stops sending here (0: never)
 	jitter   time.Duration // stamped capture times are off by up to this much
+	// settle: the stamped capture times start this much late and come right linearly
+	// over settleOver samples (a live microphone's clock estimate settling).
+	settle     time.Duration
+	settleOver int
 	// leadSilence is how many samples of the played stream are silence.
 	leadSilence int
 	// From played sample latJumpAt on, the output's latency is latJump longer (its
@@ -146,6 +150,9 @@ func runScene(t *testing.T, sc scene, eng Engine, cfg Config) ([]audio.Frame, bo
 				f.Captured = start.Add(sc.micStart + audio.SamplesToDuration(int64(pos), Rate))
 				if sc.jitter > 0 {
 					f.Captured = f.Captured.Add(time.Duration(rng.Int64N(int64(2*sc.jitter))) - sc.jitter)
+				}
+				if pos < sc.settleOver {
+					f.Captured = f.Captured.Add(sc.settle * time.Duration(sc.settleOver-pos) / time.Duration(sc.settleOver))
 				}
 			}
 			u := p.NewIU(f)
@@ -279,7 +286,7 @@ func TestModuleAlignsReference(t *testing.T) {
 				t.Fatalf("%d samples out of %d, end of stream passed on: %v", len(got), n, eos)
 			}
 			if sc.jitter > 0 {
-				checkConstantMisalignment(t, sc, got)
+				checkConstantMisalignment(t, sc, got, 4*time.Millisecond)
 				return
 			}
 			// (The echo in the first samples may be of audio played before the
@@ -309,8 +316,8 @@ func TestModuleAlignsReference(t *testing.T) {
 
 // checkConstantMisalignment checks that the output is the user's voice plus what is left
 // when the echo is cancelled with a reference misplaced by a constant number of samples
-// (within the timing's jitter): the reference was placed once and never moved.
-func checkConstantMisalignment(t *testing.T, sc scene, got []float32) {
+// (at most maxMisplaced): the reference was placed once and never moved.
+func checkConstantMisalignment(t *testing.T, sc scene, got []float32, maxMisplaced time.Duration) {
 	t.Helper()
 	shift := int(audio.DurationToSamples(sc.micStart-sc.outLat, Rate)) - sc.acoustic
 	far := func(j int) float32 {
@@ -319,8 +326,7 @@ func checkConstantMisalignment(t *testing.T, sc scene, got []float32) {
 		}
 		return sc.far[j]
 	}
-	// The average of the jittering capture times is within 4 ms of the truth.
-	maxErr := int(audio.DurationToSamples(4*time.Millisecond, Rate))
+	maxErr := int(audio.DurationToSamples(maxMisplaced, Rate))
 	from := int(audio.DurationToSamples(sc.jitter, Rate))
 	for e := -maxErr; e <= maxErr; e++ {
 		ok := true
@@ -360,6 +366,27 @@ func TestModuleFollowsTheOutputsLatency(t *testing.T) {
 			t.Fatalf("output sample %d (%.3f s) = %g, the user said %g", i, float64(i)/Rate, got[i], sc.near[i])
 		}
 	}
+}
+
+// TestModuleIgnoresTheMicrophonesClockSettling: a live microphone's capture times
+// start late and settle over seconds (its clock estimate finds earlier stamps), while
+// the echo stays where it was in its samples. The reference is placed once, by the
+// estimate at the first sound, and stays there: moving it with the estimate would have
+// the engine adapt anew each time.
+func TestModuleIgnoresTheMicrophonesClockSettling(t *testing.T) {
+	const n = 4 * Rate
+	sc := scene{near: noise(n, 10, 0.1), gain: 0.5, frame: 320, chunk: 160, acoustic: 160,
+		outLat: 50 * time.Millisecond, micStart: 40 * time.Millisecond, stamped: true,
+		settle: 24 * time.Millisecond, settleOver: 3 * Rate, leadSilence: Rate}
+	// The agent speaks after a second, when the estimate has 16 ms still to settle.
+	sc.far = append(make([]float32, sc.leadSilence), noise(n, 11, 0.3)...)
+	eng := &subtractor{delay: sc.acoustic + early, gain: sc.gain}
+	out, _, _ := runScene(t, sc, eng, Config{})
+	got := joined(t, out)
+	if len(got) != n {
+		t.Fatalf("%d samples out of %d", len(got), n)
+	}
+	checkConstantMisalignment(t, sc, got, sc.settle)
 }
 
 // TestModuleBridgesGaps: a dropped capture block becomes silence on the output's
