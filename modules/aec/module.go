@@ -124,8 +124,8 @@ func (c Cost) RTF() float64 {
 // timing a little off never puts the reference after its echo) and then followed sample
 // by sample; it moves when the output's timing clearly moved (its latency grew or
 // shrank, and the echo with it), not for the timing's jitter nor for the microphone's
-// clock estimate settling (see place). A microphone
-// frame waits for the played audio up to its end (Config.MaxWait at most).
+// clock estimate settling (see place). A microphone frame waits for the played audio up
+// to its end (Config.MaxWait at most).
 //
 // Latency. The canceller's output lags its input by Canceller.Latency (18 ms for AEC3):
 // the module emits each frame's output on the timeline where it belongs (Start shifted
@@ -438,7 +438,7 @@ func (r *runner) place(heard time.Time, start int64, quiet bool) {
 	if d := r.epoch.Sub(r.placedEpoch); d >= epochMoveMin || d <= -epochMoveMin {
 		r.log.Debug("played audio moved with the microphone's clock", zap.Duration("by", -d))
 		r.offset -= audio.DurationToSamples(d, Rate)
-		r.placedEpoch = r.epoch
+		r.placedEpoch, r.agreed = r.epoch, 0
 		r.moves++
 	}
 	// Where the output's timing alone would put the stream.
