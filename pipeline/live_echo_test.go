@@ -123,9 +123,11 @@ func (l *liveLaptop) dump(t *testing.T) {
 	if !t.Failed() {
 		return
 	}
-	os.WriteFile(filepath.Join(os.TempDir(), "parley-live-echo-clocks.txt"), []byte(strings.Join(l.clocks, "\n")), 0o644)
+	// One set of files per subtest, so that the next one does not overwrite them.
+	prefix := filepath.Join(os.TempDir(), "parley-"+strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())+"-")
+	os.WriteFile(prefix+"clocks.txt", []byte(strings.Join(l.clocks, "\n")), 0o644)
 	for from, a := range l.audio {
-		path := filepath.Join(os.TempDir(), "parley-live-echo-"+from+".wav")
+		path := prefix + from + ".wav"
 		if err := audio.WriteWAVFile(path, audio.Frame{Samples: a, Rate: audio.PipelineRate, Channels: 1}, 16); err == nil {
 			t.Logf("%s's audio written to %s", from, path)
 		}
@@ -407,9 +409,12 @@ func TestLiveEchoThroughPulseAudio(t *testing.T) {
 		cfg := cfg
 		cfg.Audio.EchoCancel = "off"
 		_, spans, watch := liveOnLaptop(t, cfg, eng, srv, room, true)
-		if self, _ := watch.selfStops(spans); len(self) == 0 {
+		// Here every duck counts: the agent that ducks for its own voice, however
+		// briefly, hears itself.
+		if stops, flinches := watch.selfStops(spans); len(stops)+len(flinches) == 0 {
 			t.Errorf("without the canceller the agent never stopped for its own voice: the loopback carries no echo")
 		} else {
+			self := append(stops, flinches...)
 			t.Logf("without the canceller: %q", self)
 		}
 	})

@@ -245,8 +245,12 @@ type runner struct {
 	// its own rule (see place).
 	placedOut   time.Time
 	placedEpoch time.Time
-	stash       []audio.Frame
-	stashT      []time.Time
+	// tracking counts the microphone frames after a move with its clock during which the
+	// stream follows the clock's smaller moves too: the average the clock is lags a
+	// real jump by up to averaging frames, and the move came half way.
+	tracking int
+	stash    []audio.Frame
+	stashT   []time.Time
 
 	eos      *iu.IU // the end of the stream, passed on once the queue is empty
 	flushed  bool
@@ -348,6 +352,7 @@ func (r *runner) frame(id iu.ID, f audio.Frame) error {
 			r.epoch = r.epoch.Add(e.Sub(r.epoch) / time.Duration(min(r.epochN+1, averaging)))
 		}
 		r.epochN++
+		r.tracking = max(r.tracking-1, 0)
 	} else if !r.anchored {
 		r.epoch = r.start
 	}
@@ -425,8 +430,10 @@ func (r *runner) played(f audio.Frame, heard time.Time) {
 //     microphone's sliding minimum over its stamps finds earlier ones; 35 ms over the
 //     first 5 s of a live run under load) while the echo stays where it was in the
 //     microphone's samples, so the stream moves with it only past epochMoveMin (a
-//     capture clock that truly drifts, 1 ms in 10 s at 100 ppm). Every move makes the
-//     engine adapt anew, and a residue of echo while it does can sound like the user.
+//     capture clock that truly drifts, 1 ms in 10 s at 100 ppm, or slipped: samples
+//     lost uncounted), and then by moveMin steps until the clock's average has caught
+//     up. Every move makes the engine adapt anew, and a residue of echo while it does
+//     can sound like the user.
 func (r *runner) place(heard time.Time, start int64, quiet bool) {
 	out := heard.Add(-audio.SamplesToDuration(start, Rate))
 	offset := r.position(heard) - start - audio.DurationToSamples(earlyBy, Rate)
@@ -435,10 +442,15 @@ func (r *runner) place(heard time.Time, start int64, quiet bool) {
 		r.placedOut, r.placedEpoch = out, r.epoch
 		return
 	}
-	if d := r.epoch.Sub(r.placedEpoch); d >= epochMoveMin || d <= -epochMoveMin {
+	follow := epochMoveMin
+	if r.tracking > 0 {
+		follow = moveMin
+	}
+	if d := r.epoch.Sub(r.placedEpoch); d >= follow || d <= -follow {
 		r.log.Debug("played audio moved with the microphone's clock", zap.Duration("by", -d))
 		r.offset -= audio.DurationToSamples(d, Rate)
 		r.placedEpoch, r.agreed = r.epoch, 0
+		r.tracking = averaging
 		r.moves++
 	}
 	// Where the output's timing alone would put the stream.

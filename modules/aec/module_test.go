@@ -94,6 +94,10 @@ type scene struct {
 	// over settleOver samples (a live microphone's clock estimate settling).
 	settle     time.Duration
 	settleOver int
+	// From microphone position slipAt on, its samples are captured slip later than the
+	// positions say (samples lost uncounted), and its stamps say so.
+	slipAt int
+	slip   time.Duration
 	// leadSilence is how many samples of the played stream are silence.
 	leadSilence int
 	// From played sample latJumpAt on, the output's latency is latJump longer (its
@@ -116,15 +120,34 @@ func (sc scene) heardAt(j int) time.Duration {
 // acoustic samples earlier.
 func (sc scene) mic() []float32 {
 	x := append([]float32(nil), sc.near...)
-	// Played sample j is heard at heardAt(j); microphone position t is captured at
-	// micStart + t and holds the echo of what was heard acoustic samples before.
-	for j := range sc.far {
-		t := int(audio.DurationToSamples(sc.heardAt(j)-sc.micStart, Rate)) + sc.acoustic
-		if t >= 0 && t < len(x) {
+	for t, j := range sc.echoes() {
+		if j >= 0 {
 			x[t] += sc.gain * sc.far[j]
 		}
 	}
 	return x
+}
+
+// echoes returns, for each microphone position, the played sample whose echo it holds
+// (-1: none). Played sample j is heard at heardAt(j); microphone position t is captured
+// at micStart + t (slip later from slipAt on) and holds the echo of what was heard
+// acoustic samples before.
+func (sc scene) echoes() []int {
+	idx := make([]int, len(sc.near))
+	for t := range idx {
+		idx[t] = -1
+	}
+	slip := int(audio.DurationToSamples(sc.slip, Rate))
+	for j := range sc.far {
+		t := int(audio.DurationToSamples(sc.heardAt(j)-sc.micStart, Rate)) + sc.acoustic
+		if slip > 0 && t-slip >= sc.slipAt {
+			t -= slip
+		}
+		if t >= 0 && t < len(idx) {
+			idx[t] = j
+		}
+	}
+	return idx
 }
 
 // runScene plays the scene through the module on a virtual clock and returns its output
@@ -150,6 +173,9 @@ func runScene(t *testing.T, sc scene, eng Engine, cfg Config) ([]audio.Frame, bo
 				f.Captured = start.Add(sc.micStart + audio.SamplesToDuration(int64(pos), Rate))
 				if sc.jitter > 0 {
 					f.Captured = f.Captured.Add(time.Duration(rng.Int64N(int64(2*sc.jitter))) - sc.jitter)
+				}
+				if sc.slip > 0 && pos >= sc.slipAt {
+					f.Captured = f.Captured.Add(sc.slip)
 				}
 				if pos < sc.settleOver {
 					f.Captured = f.Captured.Add(sc.settle * time.Duration(sc.settleOver-pos) / time.Duration(sc.settleOver))
@@ -387,6 +413,50 @@ func TestModuleIgnoresTheMicrophonesClockSettling(t *testing.T) {
 		t.Fatalf("%d samples out of %d", len(got), n)
 	}
 	checkConstantMisalignment(t, sc, got, sc.settle)
+}
+
+// TestModuleFollowsTheMicrophonesClockSlip: when the microphone's samples slip (lost
+// without a gap in its positions, 40 ms here), the echo comes that much earlier in its
+// samples and its capture times say so; the reference follows, past epochMoveMin and
+// then in moveMin steps while the clock's average catches up.
+func TestModuleFollowsTheMicrophonesClockSlip(t *testing.T) {
+	const n = 4 * Rate
+	sc := scene{near: noise(n, 12, 0.1), far: noise(n+Rate, 13, 0.3), gain: 0.5, frame: 320, chunk: 160, acoustic: 320,
+		outLat: 50 * time.Millisecond, micStart: 40 * time.Millisecond, stamped: true, slipAt: 2 * Rate, slip: 40 * time.Millisecond}
+	eng := &subtractor{delay: sc.acoustic + early, gain: sc.gain}
+	out, _, _ := runScene(t, sc, eng, Config{})
+	got := joined(t, out)
+	if len(got) != n {
+		t.Fatalf("%d samples out of %d", len(got), n)
+	}
+	for i := range got[:sc.slipAt] {
+		if i >= sc.acoustic+early && math.Abs(float64(got[i]-sc.near[i])) > 1e-5 {
+			t.Fatalf("output sample %d (%.3f s) = %g, the user said %g", i, float64(i)/Rate, got[i], sc.near[i])
+		}
+	}
+	// A second and a half after the slip the reference is where the echo is, give or
+	// take less than moveMin (it moved in steps that size while the clock's average
+	// caught up): the output is what a subtraction of a reference misplaced by a
+	// constant e leaves.
+	echo, settled := sc.echoes(), sc.slipAt+3*Rate/2
+	far := func(j int) float32 {
+		if j < 0 || j >= len(sc.far) {
+			return 0
+		}
+		return sc.far[j]
+	}
+	maxErr := int(audio.DurationToSamples(moveMin, Rate))
+	for e := -maxErr; e <= maxErr; e++ {
+		ok := true
+		for i := settled; i < len(got) && ok; i++ {
+			ok = echo[i] < 0 || math.Abs(float64(got[i]-sc.near[i]-sc.gain*(far(echo[i])-far(echo[i]+e)))) < 1e-5
+		}
+		if ok {
+			t.Logf("after the slip, the reference misplaced by %d samples", e)
+			return
+		}
+	}
+	t.Fatal("the reference did not follow the microphone's slip")
 }
 
 // TestModuleBridgesGaps: a dropped capture block becomes silence on the output's
