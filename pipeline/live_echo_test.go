@@ -115,7 +115,8 @@ func (l *liveLaptop) Observe(at time.Time, m iu.Message) {
 	}
 }
 
-// dump writes the audio the session heard, when the test failed.
+// dump logs the canceller's status lines and, when the test failed, writes the audio
+// the session heard and the devices' clocks.
 func (l *liveLaptop) dump(t *testing.T) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

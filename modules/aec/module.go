@@ -436,9 +436,8 @@ func (r *runner) played(f audio.Frame, heard time.Time) {
 //     can sound like the user.
 func (r *runner) place(heard time.Time, start int64, quiet bool) {
 	out := heard.Add(-audio.SamplesToDuration(start, Rate))
-	offset := r.position(heard) - start - audio.DurationToSamples(earlyBy, Rate)
 	if !r.locked {
-		r.offset, r.locked, r.agreed = offset, !quiet, 0
+		r.offset, r.locked, r.agreed = r.position(heard)-start-audio.DurationToSamples(earlyBy, Rate), !quiet, 0
 		r.placedOut, r.placedEpoch = out, r.epoch
 		return
 	}
@@ -454,19 +453,19 @@ func (r *runner) place(heard time.Time, start int64, quiet bool) {
 		r.moves++
 	}
 	// Where the output's timing alone would put the stream.
-	offset = r.offset + audio.DurationToSamples(out.Sub(r.placedOut), Rate)
+	byOutput := r.offset + audio.DurationToSamples(out.Sub(r.placedOut), Rate)
 	step := audio.DurationToSamples(moveMin, Rate)
 	switch {
-	case abs(offset-r.offset) < step:
+	case abs(byOutput-r.offset) < step:
 		r.agreed = 0
-	case r.agreed > 0 && abs(offset-r.moveTo) <= step/2:
+	case r.agreed > 0 && abs(byOutput-r.moveTo) <= step/2:
 		r.agreed++
 	default:
-		r.moveTo, r.agreed = offset, 1
+		r.moveTo, r.agreed = byOutput, 1
 	}
 	if r.agreed >= moveAgree {
-		r.log.Debug("played audio moved with the output's latency", zap.Duration("by", audio.SamplesToDuration(offset-r.offset, Rate)))
-		r.offset, r.agreed = offset, 0
+		r.log.Debug("played audio moved with the output's latency", zap.Duration("by", audio.SamplesToDuration(byOutput-r.offset, Rate)))
+		r.offset, r.agreed = byOutput, 0
 		r.placedOut = out
 		r.moves++
 	}
