@@ -326,7 +326,7 @@ func (r *runner) frame(id iu.ID, f audio.Frame) error {
 		// A new stream (a restarted capture): it starts over once the queue is done,
 		// on a clock of its own, where the played stream is placed afresh.
 		r.queue = append(r.queue, pending{f: audio.Frame{Start: f.Start}, arrived: r.p.Now(), restart: true})
-		r.epochN, r.locked, r.agreed = 0, false, 0
+		r.epochN, r.locked, r.agreed, r.tracking = 0, false, 0, 0
 	case gap > 0:
 		// Lost capture blocks: silence in their place keeps the canceller's clock.
 		samples := make([]float32, gap, gap+int64(f.Len()))
