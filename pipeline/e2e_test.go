@@ -26,6 +26,7 @@ import (
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/tts"
+	"github.com/parley-voice/parley/modules/vad"
 	"github.com/parley-voice/parley/userdirs"
 )
 
@@ -58,7 +59,7 @@ func writeScenario(t *testing.T, tail float64, recs ...any) string {
 }
 
 // record collects the IUs a test checks against (the TTS's chunks, the speaker's
-// reports, the manager's commands) in the order they were sent.
+// reports, the manager's commands, the ends of the user's turns) in the order they were sent.
 type record struct {
 	mu       sync.Mutex
 	chunks   map[iu.ID]tts.Chunk
@@ -67,6 +68,7 @@ type record struct {
 	reports  []speaker.Progress
 	commands []control.Command
 	words    []string
+	turnEnds []vad.EndOfTurn
 }
 
 func newRecord() *record {
@@ -94,6 +96,8 @@ func (r *record) Observe(_ time.Time, m iu.Message) {
 			r.reports = append(r.reports, pl)
 		case control.Command:
 			r.commands = append(r.commands, pl)
+		case vad.EndOfTurn:
+			r.turnEnds = append(r.turnEnds, pl)
 		}
 	}
 }

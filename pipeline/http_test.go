@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/parley-voice/parley/dialogue"
+	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/modules/llm/llmtest"
 )
 
@@ -102,5 +105,40 @@ func TestLLMTimeoutFromConfig(t *testing.T) {
 	_, errOut, err := f.chat(context.Background(), t, "Hello\n", chatOptions{cfg: func(c *Config) { *c = cfg; c.Session.Dir = "" }})
 	if err != nil || !strings.Contains(errOut, "server sent nothing within the timeout (300ms)") || strings.Contains(errOut, "unreachable") {
 		t.Errorf("chat with a silent server: %v\n%s", err, errOut)
+	}
+}
+
+// TestPredictiveWithLlamaServer: with the http engine and a real llama-server, the
+// predictive pipeline feeds the user's words to the server while they speak, and the
+// end of the turn is decided on the server's estimate that the turn is complete, as
+// with the in-process engine: the same user turns, the same decisions.
+func TestPredictiveWithLlamaServer(t *testing.T) {
+	srv := llmtest.StartLlamaServer(t, 0)
+	scenario := filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "demo.yaml")
+	decisions := map[string][]string{}
+	for _, engine := range []string{"llama", "http"} {
+		cfg := demoConfig(t)
+		if engine == "http" {
+			cfg.LLM.Engine, cfg.LLM.URL = "http", srv.URL
+		}
+		res, rec := runReplay(t, cfg, scenario)
+		if got, want := len(userTurns(res.History)), scenarioTurns["demo.yaml"]; got != want {
+			t.Errorf("%s: user turns %q, want %d", engine, userTurns(res.History), want)
+		}
+		for _, e := range rec.turnEnds {
+			if e.Reason == "" {
+				continue // the VAD's own, which the policy's supersedes
+			}
+			// "complete (p=0.24–0.25)" → "complete": the server's estimate is a range.
+			kind, _, _ := strings.Cut(e.Reason, " (p=")
+			decisions[engine] = append(decisions[engine], kind)
+		}
+		t.Logf("%s: the turns ended %q", engine, rec.turnEnds)
+	}
+	if !slices.Equal(decisions["http"], decisions["llama"]) {
+		t.Errorf("ends of turns with llama-server %q, in process %q", decisions["http"], decisions["llama"])
+	}
+	if !slices.Contains(decisions["http"], "complete") {
+		t.Errorf("no turn ended on the server's estimate that it was complete: %q", decisions["http"])
 	}
 }

@@ -96,6 +96,9 @@ type HTTPEngine struct {
 	// noTokenize is set once the server answered that it has no /tokenize endpoint:
 	// token counts are estimated from then on.
 	noTokenize atomic.Bool
+	// noPrefill is set once the server showed it gives no token probabilities (see
+	// Prefill).
+	noPrefill atomic.Bool
 }
 
 // NewHTTPEngine checks cfg and returns an engine. It does not contact the server.
@@ -213,6 +216,8 @@ type completionRequest struct {
 	RepeatLastN   int            `json:"repeat_last_n,omitempty"`
 	Seed          *uint32        `json:"seed,omitempty"`
 	Stop          []string       `json:"stop,omitempty"`
+	// Logprobs asks for the log-probabilities of that many most likely tokens (prefills).
+	Logprobs int `json:"logprobs,omitempty"`
 }
 
 type streamOptions struct {

@@ -632,7 +632,11 @@ func (r *runner) local(ctx context.Context, v any) error {
 			return nil
 		}
 		if v.err != nil {
-			if ctx.Err() == nil && !errors.Is(v.err, context.Canceled) {
+			switch {
+			case errors.Is(v.err, ErrNoPrefill):
+				r.log.Info("incremental input is off: the engine cannot prefill", zap.Error(v.err))
+				r.prefiller = nil
+			case ctx.Err() == nil && !errors.Is(v.err, context.Canceled):
 				r.log.Debug("prefill failed", zap.String("text", v.text), zap.Error(v.err))
 			}
 			return nil
@@ -641,7 +645,7 @@ func (r *runner) local(ctx context.Context, v any) error {
 		if v.res.Next < 0 || v.utterance != r.utterance {
 			return nil
 		}
-		u := r.p.NewIU(TurnCompletion{Utterance: v.utterance, Text: v.text, P: v.res.Next,
+		u := r.p.NewIU(TurnCompletion{Utterance: v.utterance, Text: v.text, P: v.res.Next, PMax: v.res.NextMax,
 			Tokens: v.res.Tokens, Evaluated: v.res.Tokens - v.res.Cached})
 		return r.p.Send(ctx, iu.AddOf(u), iu.CommitOf(u))
 	}
@@ -650,7 +654,7 @@ func (r *runner) local(ctx context.Context, v any) error {
 
 // maybePrefill feeds the user's current words to the engine when it is free.
 func (r *runner) maybePrefill(ctx context.Context) {
-	if !r.prefillWanted || r.prefilling != nil || r.inputDone {
+	if r.prefiller == nil || !r.prefillWanted || r.prefilling != nil || r.inputDone {
 		return
 	}
 	if r.cur != nil && !(r.cur.prepared && (r.cur.done != nil || r.cur.paused)) {

@@ -22,8 +22,12 @@ type PrefillResult struct {
 	// Tokens is the prompt's length; Cached how many of its tokens were already in the
 	// engine's cache (the rest was evaluated).
 	Tokens, Cached int
-	// Next is the probability that one of the ends comes next, or -1.
-	Next float64
+	// Next is the probability that one of the ends comes next, or -1. NextMax is the
+	// most it can be: an engine that sees only the likeliest tokens (a server's list)
+	// counts the ends it does not see as zero, though they may hold up to the least
+	// likely listed token's probability each. It equals Next when the engine saw every
+	// token's probability.
+	Next, NextMax float64
 	// Duration is the whole call, waiting for the engine included.
 	Duration time.Duration
 }
@@ -32,12 +36,13 @@ type PrefillResult struct {
 // complete (kind "turn-completion"): after the recogniser's words Text, the model gives
 // probability P to what ends it: the prompt format's end of the user's turn, or sentence
 // punctuation (recognisers write none, and a chat model would put it before the end of
-// the turn). ADDed and COMMITted together, one per prefill.
+// the turn). ADDed and COMMITted together, one per prefill. PMax is the most P can be
+// (see PrefillResult.NextMax).
 type TurnCompletion struct {
 	// Utterance is the recogniser's utterance the words belong to.
 	Utterance int
 	Text      string
-	P         float64
+	P, PMax   float64
 	// Tokens and Evaluated say how long the prompt was and how much of it this prefill
 	// had to evaluate.
 	Tokens, Evaluated int
@@ -48,8 +53,14 @@ func (TurnCompletion) Kind() string { return "turn-completion" }
 
 // Summary implements iu.Payload.
 func (c TurnCompletion) Summary() string {
-	return fmt.Sprintf("p(end of turn)=%.3f after %q (%d of %d tokens evaluated)", c.P, ellipsis.Cut(c.Text, 60), c.Evaluated, c.Tokens)
+	p := fmt.Sprintf("%.3f", c.P)
+	if c.PMax > c.P {
+		p = fmt.Sprintf("%.3f–%.3f", c.P, c.PMax)
+	}
+	return fmt.Sprintf("p(end of turn)=%s after %q (%d of %d tokens evaluated)", p, ellipsis.Cut(c.Text, 60), c.Evaluated, c.Tokens)
 }
 
 // TurnCompletion implements turnend.Completion.
-func (c TurnCompletion) TurnCompletion() (text string, p float64) { return c.Text, c.P }
+func (c TurnCompletion) TurnCompletion() (text string, p, pMax float64) {
+	return c.Text, c.P, max(c.PMax, c.P)
+}

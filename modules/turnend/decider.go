@@ -31,6 +31,7 @@ type Decider struct {
 	words        []string
 	lastWordEnd  time.Duration
 	completion   float64
+	completeMax  float64
 	completeText string
 	hasComplete  bool
 
@@ -58,7 +59,7 @@ func (d *Decider) signals() Signals {
 	s := Signals{Words: d.words}
 	s.Fresh = len(d.words) > 0 && d.lastWordEnd >= d.speechEnd-d.freshSlack
 	if d.hasComplete && d.completeText == joinWords(d.words) {
-		s.Complete, s.HasComplete = d.completion, true
+		s.Complete, s.CompleteMax, s.HasComplete = d.completion, d.completeMax, true
 	}
 	return s
 }
@@ -99,9 +100,10 @@ func (d *Decider) Words(words []string, lastEnd time.Duration) *EndOfTurn {
 	return d.check()
 }
 
-// Completion: the language model's probability that the turn is complete after text.
-func (d *Decider) Completion(text string, p float64) *EndOfTurn {
-	d.completeText, d.completion, d.hasComplete = text, p, true
+// Completion: the language model's probability that the turn is complete after text, p,
+// and the most it can be, pMax (p when it is known exactly).
+func (d *Decider) Completion(text string, p, pMax float64) *EndOfTurn {
+	d.completeText, d.completion, d.completeMax, d.hasComplete = text, p, max(p, pMax), true
 	d.decided = false
 	return d.check()
 }

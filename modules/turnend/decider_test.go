@@ -25,6 +25,7 @@ type step struct {
 	words string        // Words (the last one ending at wordsEnd)
 	wEnd  time.Duration
 	prob  float64 // Completion of words (when > 0)
+	pMax  float64 // the most prob can be (0: prob exactly)
 	cand  int     // 1: Candidate, -1: CandidateDropped
 }
 
@@ -47,8 +48,8 @@ func play(d *Decider, steps []step, until time.Duration) (*EndOfTurn, time.Durat
 				d.SpeechStart(s.start)
 			case s.end > 0:
 				e = d.SpeechEnd(s.end)
-			case s.prob > 0:
-				e = d.Completion(s.words, s.prob)
+			case s.prob > 0 || s.pMax > 0:
+				e = d.Completion(s.words, s.prob, max(s.prob, s.pMax))
 			case s.words != "":
 				e = d.Words(strings.Fields(s.words), s.wEnd)
 			}
@@ -161,6 +162,40 @@ func TestDeciderScenarios(t *testing.T) {
 				{at: 1340 * ms, end: 1130 * ms},
 			},
 			wantAt: 2340 * ms, wantWhy: "incomplete",
+		},
+		{
+			name:   "an estimate known only as a range waits long only when all of it is unlikely",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 1200 * ms, words: "go forward ten meters", wEnd: 1100 * ms},
+				// A server listed no end among its likeliest tokens: it may hold up to 3 %.
+				{at: 1200 * ms, words: "go forward ten meters", pMax: 0.03},
+				{at: 1340 * ms, end: 1130 * ms},
+			},
+			wantAt: 1640 * ms, wantWhy: "undecided (p=0.00–0.03)",
+		},
+		{
+			name:   "a range below the threshold waits long",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 1200 * ms, words: "go forward ten meters", wEnd: 1100 * ms},
+				{at: 1200 * ms, words: "go forward ten meters", pMax: 0.005},
+				{at: 1340 * ms, end: 1130 * ms},
+			},
+			wantAt: 2340 * ms, wantWhy: "incomplete",
+		},
+		{
+			name:   "a range is complete by its lower end",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 1200 * ms, words: "what time is it", wEnd: 1100 * ms},
+				{at: 1200 * ms, words: "what time is it", prob: 0.25, pMax: 0.4},
+				{at: 1340 * ms, end: 1130 * ms},
+			},
+			wantAt: 1640 * ms, wantWhy: "undecided (p=0.25–0.40)",
 		},
 		{
 			name:   "words policy: a trailing filler waits long",

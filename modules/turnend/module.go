@@ -17,7 +17,9 @@ import (
 type Completion interface {
 	iu.Payload
 	// TurnCompletion returns the user text the estimate is about and the probability.
-	TurnCompletion() (text string, p float64)
+	// pMax is the most the probability can be (an engine that saw only the likeliest
+	// tokens); p when it is known exactly.
+	TurnCompletion() (text string, p, pMax float64)
 }
 
 // Module ends the user's turn by a Policy. It consumes the user's audio (for the stream
@@ -123,8 +125,8 @@ func (a *adapter) update(ctx context.Context, up iu.Update) error {
 		return a.emit(ctx, a.d.Words(texts, lastEnd))
 	case Completion:
 		if up.Type == iu.Add {
-			text, prob := pl.TurnCompletion()
-			return a.emit(ctx, a.d.Completion(text, prob))
+			text, p, pMax := pl.TurnCompletion()
+			return a.emit(ctx, a.d.Completion(text, p, pMax))
 		}
 	case audio.EndOfStream:
 		if up.Type != iu.Add {

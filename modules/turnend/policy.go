@@ -23,9 +23,11 @@ type Signals struct {
 	Fresh bool
 	// Complete is the language model's probability that the user's turn is complete after
 	// Words (the probability of the prompt format's end-of-user-turn token); it is valid
-	// only when HasComplete is set.
-	Complete    float64
-	HasComplete bool
+	// only when HasComplete is set. CompleteMax is the most it can be: a server that
+	// lists only its likeliest tokens leaves the rest unknown. It equals Complete when
+	// the probability is known exactly.
+	Complete, CompleteMax float64
+	HasComplete           bool
 }
 
 // Decision is a policy's answer: the silence after the user's speech that ends the turn,
@@ -98,11 +100,19 @@ func (p Predictive) Decide(s Signals) Decision {
 	case !s.HasComplete:
 		return Decision{Hold: p.Holds.Default, Reason: "no completion estimate"}
 	case s.Complete >= p.CompleteAbove && s.Fresh:
-		return Decision{Hold: p.Holds.Short, Reason: fmt.Sprintf("complete (p=%.2f)", s.Complete)}
-	case s.Complete < p.IncompleteBelow:
-		return Decision{Hold: p.Holds.Long, Reason: fmt.Sprintf("incomplete (p=%.2f)", s.Complete)}
+		return Decision{Hold: p.Holds.Short, Reason: fmt.Sprintf("complete (p=%s)", probability(s))}
+	case max(s.Complete, s.CompleteMax) < p.IncompleteBelow:
+		return Decision{Hold: p.Holds.Long, Reason: fmt.Sprintf("incomplete (p=%s)", probability(s))}
 	}
-	return Decision{Hold: p.Holds.Default, Reason: fmt.Sprintf("undecided (p=%.2f)", s.Complete)}
+	return Decision{Hold: p.Holds.Default, Reason: fmt.Sprintf("undecided (p=%s)", probability(s))}
+}
+
+// probability formats the model's estimate, as a range when it is not known exactly.
+func probability(s Signals) string {
+	if s.CompleteMax > s.Complete {
+		return fmt.Sprintf("%.2f–%.2f", s.Complete, s.CompleteMax)
+	}
+	return fmt.Sprintf("%.2f", s.Complete)
 }
 
 // Lexicon holds the words after which a speaker has more to say, for one language.

@@ -2,6 +2,7 @@ package llamacpp_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -86,5 +87,50 @@ func TestLlamaEngineTokensMatchLlamaServer(t *testing.T) {
 		if strings.Join(got, "\x00") != strings.Join(want, "\x00") || res.Text != out.Content {
 			t.Errorf("%q:\nengine pieces %q\nserver tokens %q", prompt, got, want)
 		}
+	}
+}
+
+// TestHTTPPrefillMatchesInProcess: llama-server's token probabilities give the same
+// estimate that the user's turn is complete as the in-process engine's logits, and the
+// server keeps the prefilled prompt in its cache for the next, longer one.
+func TestHTTPPrefillMatchesInProcess(t *testing.T) {
+	srv := llmtest.StartLlamaServer(t, 0)
+	e := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL})
+	local := newEngine(t, loadStories(t), llamacpp.Config{})
+	ctx := context.Background()
+	ends := []string{"\nStoryteller:", ".", "?", "!"}
+	const head = "A friendly storyteller talks with a child.\nChild:"
+	var last llm.PrefillResult
+	for _, words := range []string{"what", "what time", "what time is it", "turn on the", "turn on the living room lamp"} {
+		prompt := head + " " + words
+		got, err := e.Prefill(ctx, prompt, ends)
+		if err != nil {
+			t.Fatalf("server prefill %q: %v", words, err)
+		}
+		want, err := local.Prefill(ctx, prompt, ends)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%-30q server p=%.4f–%.4f (%d of %d tokens cached), in-process p=%.4f", words, got.Next, got.NextMax, got.Cached, got.Tokens, want.Next)
+		// The server lists the twenty likeliest tokens: what it does not list lies
+		// between Next and NextMax.
+		if got.Next < 0 || got.Next > want.Next+1e-3 || got.NextMax < want.Next-1e-3 || got.NextMax-got.Next > 0.1 {
+			t.Errorf("%q: the server's p=%.4f–%.4f, the in-process engine's %.4f", words, got.Next, got.NextMax, want.Next)
+		}
+		if want.NextMax != want.Next {
+			t.Errorf("%q: the in-process engine's p=%.4f–%.4f; it sees every token", words, want.Next, want.NextMax)
+		}
+		if got.Tokens != want.Tokens {
+			t.Errorf("%q: the server counted %d prompt tokens, the in-process engine %d", words, got.Tokens, want.Tokens)
+		}
+		if strings.HasPrefix(words, "what ") && got.Cached < last.Tokens-1 {
+			t.Errorf("%q: %d tokens cached after a prefill of %d; the server did not keep the prompt", words, got.Cached, last.Tokens)
+		}
+		last = got
+	}
+	// Without ends the prompt is only evaluated (the closing, for the reply to come).
+	got, err := e.Prefill(ctx, head+" what time is it\nStoryteller:", nil)
+	if err != nil || got.Next != -1 || got.Cached == 0 {
+		t.Errorf("closing prefill: %+v, %v; want Next -1 and the words cached", got, err)
 	}
 }

@@ -290,7 +290,7 @@ func (e *Engine) dropPaused() {
 // evaluation computes anyway; -1 when no end's first token stands apart from the prompt.
 func (e *Engine) Prefill(ctx context.Context, prompt string, ends []string) (llm.PrefillResult, error) {
 	start := time.Now()
-	res := llm.PrefillResult{Next: -1}
+	res := llm.PrefillResult{Next: -1, NextMax: -1}
 	if err := e.acquire(ctx); err != nil {
 		if errors.Is(err, llm.ErrClosed) {
 			return res, err
@@ -357,6 +357,7 @@ func (e *Engine) Prefill(ctx context.Context, prompt string, ends []string) (llm
 			return res, fmt.Errorf("llm: prefill: %w", err)
 		}
 		res.Next = probabilityOf(logits, endToks)
+		res.NextMax = res.Next
 	}
 	res.Duration = time.Since(start)
 	return res, nil

@@ -46,7 +46,19 @@ func send(ctx context.Context, c *llmtest.Controller, cmd control.Command) error
 // clause it produced.
 func TestModulePreparesTurns(t *testing.T) {
 	m := loadStories(t)
-	e := newEngine(t, m, llamacpp.Config{})
+	preparesTurns(t, newEngine(t, m, llamacpp.Config{}), m)
+}
+
+// TestModulePreparesTurnsWithLlamaServer is TestModulePreparesTurns with the HTTP engine
+// and a real llama-server, whose prompt cache and token probabilities stand in for the
+// in-process engine's.
+func TestModulePreparesTurnsWithLlamaServer(t *testing.T) {
+	srv := llmtest.StartLlamaServer(t, 0)
+	preparesTurns(t, llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL}), loadStories(t))
+}
+
+func preparesTurns(t *testing.T, e llm.Engine, m dlg.Tokenizer) {
+	t.Helper()
 	store := storyStore(t, m)
 	mod := llm.NewModule("llm", e, store, llm.Config{MaxTokens: 30, Prefill: true})
 	words := []string{"tell", "me", "a", "story"}
