@@ -15,38 +15,20 @@ const clockWindow = 10 * time.Second
 // from the stamps of its blocks (when each block's first sample was captured, as the
 // callback saw it). A stamp is never early but often late: a callback that comes late
 // (a loaded machine, a sound server delivering in bursts) stamps its block when it runs.
-// So the estimate is the earliest epoch the stamps of the last clockWindow give (a
-// sliding minimum). It is owned by the module's goroutine.
+// So the estimate is the earliest epoch the stamps of the last clockWindow give. It is
+// owned by the module's goroutine.
 type captureClock struct {
-	// window holds (stamp, epoch) pairs with increasing epochs: an entry is dropped when
-	// a later stamp gives an earlier epoch (it can never be the minimum again) or when
-	// it is older than clockWindow.
-	window []clockEntry
-}
-
-type clockEntry struct {
-	at, epoch time.Duration
+	earliest audio.Earliest
 }
 
 // add notes that pipeline position pos was captured at stamp.
 func (c *captureClock) add(stamp time.Duration, pos int64) {
-	e := stamp - audio.SamplesToDuration(pos, audio.PipelineRate)
-	for len(c.window) > 0 && c.window[len(c.window)-1].epoch >= e {
-		c.window = c.window[:len(c.window)-1]
-	}
-	c.window = append(c.window, clockEntry{at: stamp, epoch: e})
-	for len(c.window) > 1 && stamp-c.window[0].at > clockWindow {
-		c.window = c.window[1:]
-	}
+	c.earliest.Window = clockWindow
+	c.earliest.Note(stamp, stamp-audio.SamplesToDuration(pos, audio.PipelineRate))
 }
 
 // epoch returns the estimate, and false before the first stamp.
-func (c *captureClock) epoch() (time.Duration, bool) {
-	if len(c.window) == 0 {
-		return 0, false
-	}
-	return c.window[0].epoch, true
-}
+func (c *captureClock) epoch() (time.Duration, bool) { return c.earliest.Min() }
 
 // reset forgets the stamps (a new capture has a clock of its own).
-func (c *captureClock) reset() { c.window = c.window[:0] }
+func (c *captureClock) reset() { c.earliest.Reset() }
