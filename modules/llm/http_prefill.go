@@ -33,7 +33,8 @@ const prefillLogprobs = 20
 // its cache (the generation that follows finds it there) and says how likely the ends
 // come next. Next sums the listed tokens that begin one of ends; NextMax adds what the
 // ends without a listed token may hold. A chat endpoint, and a server
-// whose answer holds no probabilities or that refuses to give them, make it return
+// whose answer holds no probabilities or that refuses to give them (a 400 that names
+// them), make it return
 // ErrNoPrefill, from then on without asking: every prefill would cost a hosted API a
 // prompt.
 func (e *HTTPEngine) Prefill(ctx context.Context, prompt string, ends []string) (res PrefillResult, err error) {
@@ -74,8 +75,10 @@ func (e *HTTPEngine) Prefill(ctx context.Context, prompt string, ends []string) 
 			return res, CancelledError(ctx, nil)
 		case reqCtx.Err() != nil:
 			return res, fmt.Errorf("%w (%v) waiting for %s to prefill", ErrIdleTimeout, e.cfg.Timeout, e.endpoint)
-		case errors.As(err, &herr) && herr.StatusCode == http.StatusBadRequest && len(ends) > 0:
-			// A server that rejects the request for its log-probabilities.
+		case errors.As(err, &herr) && herr.StatusCode == http.StatusBadRequest && len(ends) > 0 &&
+			strings.Contains(strings.ToLower(herr.Message), "logprob"):
+			// A server that rejects the request for its log-probabilities (not for a
+			// prompt too long, which the next words may fix).
 			e.noPrefill.Store(true)
 			return res, fmt.Errorf("%w: %w", ErrNoPrefill, err)
 		}

@@ -44,6 +44,8 @@ func TestHTTPPrefill(t *testing.T) {
 			wantNext: -1, wantErr: llm.ErrNoPrefill, requests: 1},
 		{name: "too many probabilities asked for", status: http.StatusBadRequest,
 			answer: `{"error":{"message":"logprobs must be at most 5"}}`, wantNext: -1, wantErr: llm.ErrNoPrefill, requests: 1},
+		{name: "prompt too long", status: http.StatusBadRequest,
+			answer: `{"error":{"code":400,"message":"the request exceeds the available context size"}}`, wantNext: -1, requests: 2},
 		{name: "server error", status: http.StatusInternalServerError, answer: `{"error":"boom"}`, wantNext: -1, requests: 2},
 		{name: "malformed answer", answer: `{"choices":`, wantNext: -1, requests: 2},
 		{name: "chat endpoint", mode: llm.ModeChat, wantNext: -1, wantErr: llm.ErrNoPrefill, requests: 0},
