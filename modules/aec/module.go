@@ -190,13 +190,14 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 // Placing the played stream (see place): the microphone's clock is an average over the
 // last averaging frames; the stream is placed earlyBy ahead of the timing, and moved when
 // moveAgree played IUs in a row put it at least moveMin elsewhere (and agree within
-// moveMin/2), or when the microphone's clock moved epochMoveMin.
+// moveMin/2), or when the microphone's clock moved epochMoveMin later.
 const (
 	averaging = 32
 	earlyBy   = 10 * time.Millisecond
 	moveMin   = 5 * time.Millisecond
 	moveAgree = 3
-	// epochMoveMin is how far the microphone's clock must move for the stream to follow.
+	// epochMoveMin is how far later the microphone's clock must move for the stream to
+	// follow.
 	epochMoveMin = 2 * earlyBy
 	// maxStash bounds the played audio kept before the first microphone frame says
 	// where the microphone's timeline lies.
@@ -426,14 +427,18 @@ func (r *runner) played(f audio.Frame, heard time.Time) {
 //     after an underrun plays everything later, and the echo moves with it), the
 //     reference follows, so that the engine sees its delay unchanged; smaller
 //     differences are the timing's jitter, and the engine's to absorb;
-//   - the microphone's: its epoch is an estimate that settles for seconds (the
-//     microphone's sliding minimum over its stamps finds earlier ones; 35 ms over the
-//     first 5 s of a live run under load) while the echo stays where it was in the
-//     microphone's samples, so the stream moves with it only past epochMoveMin (a
-//     capture clock that truly drifts, 1 ms in 10 s at 100 ppm, or slipped: samples
-//     lost uncounted), and then by moveMin steps until the clock's average has caught
-//     up. Every move makes the engine adapt anew, and a residue of echo while it does
-//     can sound like the user.
+//   - the microphone's: its epoch is an estimate from stamps that are never early but
+//     often late. When it moves earlier, it settles: the microphone's sliding minimum
+//     found earlier stamps (35 ms over the first 5 s of a live run under load; 165–190 ms
+//     over 4–5 s when a backlog of captured audio drained slowly, which PortAudio's
+//     capture time does not include). The echo stays where it was in the microphone's
+//     samples then, so the stream stays too, and later moves count from the settled
+//     estimate. When it moves later, samples were lost uncounted (a slip) and the echo
+//     comes earlier in the microphone's samples: the stream follows past epochMoveMin
+//     (a clock that truly drifts moves 1 ms in 10 s at 100 ppm, which the engine's own
+//     delay estimator absorbs, in either direction), and then by moveMin steps until
+//     the clock's average has caught up. Every move makes the engine adapt anew, and a
+//     residue of echo while it does can sound like the user.
 func (r *runner) place(heard time.Time, start int64, quiet bool) {
 	out := heard.Add(-audio.SamplesToDuration(start, Rate))
 	if !r.locked {
@@ -445,7 +450,10 @@ func (r *runner) place(heard time.Time, start int64, quiet bool) {
 	if r.tracking > 0 {
 		follow = moveMin
 	}
-	if d := r.epoch.Sub(r.placedEpoch); d >= follow || d <= -follow {
+	switch d := r.epoch.Sub(r.placedEpoch); {
+	case d < 0:
+		r.placedEpoch = r.epoch // settling: the echo has not moved
+	case d >= follow:
 		r.log.Debug("played audio moved with the microphone's clock", zap.Duration("by", -d))
 		r.offset -= audio.DurationToSamples(d, Rate)
 		r.placedEpoch, r.agreed = r.epoch, 0

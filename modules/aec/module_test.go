@@ -415,6 +415,82 @@ func TestModuleIgnoresTheMicrophonesClockSettling(t *testing.T) {
 	checkConstantMisalignment(t, sc, got, sc.settle)
 }
 
+// TestModuleIgnoresACaptureBacklog: live under load the microphone's first stamps came
+// 165–190 ms late (a backlog of captured audio, drained over seconds) and its clock
+// estimate settled that much earlier over 4–5 s. The echo does not move in the
+// microphone's samples while the estimate settles, so the reference stays where it was
+// put when the agent began to speak: misplaced by a constant, which an engine's delay
+// estimator absorbs, instead of moved again and again.
+func TestModuleIgnoresACaptureBacklog(t *testing.T) {
+	const n = 6 * Rate
+	sc := scene{near: noise(n, 14, 0.1), gain: 0.5, frame: 320, chunk: 160, acoustic: 160,
+		outLat: 50 * time.Millisecond, micStart: 40 * time.Millisecond, stamped: true,
+		settle: 190 * time.Millisecond, settleOver: 4 * Rate, leadSilence: Rate}
+	sc.far = append(make([]float32, sc.leadSilence), noise(n, 15, 0.3)...)
+	eng := &subtractor{delay: sc.acoustic + early, gain: sc.gain}
+	out, _, _ := runScene(t, sc, eng, Config{})
+	got := joined(t, out)
+	if len(got) != n {
+		t.Fatalf("%d samples out of %d", len(got), n)
+	}
+	checkConstantMisalignment(t, sc, got, sc.settle)
+}
+
+// TestModuleFollowsASlipAfterSettling: a slip after the clock settled by 150 ms is still
+// followed, from the settled estimate: the reference is misplaced after the slip as it
+// was before it. (The clock's average lags a settling estimate by up to 50 ms here and
+// catches up over seconds; a slip while it does is followed from where it was.)
+func TestModuleFollowsASlipAfterSettling(t *testing.T) {
+	const n = 7 * Rate
+	sc := scene{near: noise(n, 16, 0.1), gain: 0.5, frame: 320, chunk: 160, acoustic: 320,
+		outLat: 50 * time.Millisecond, micStart: 40 * time.Millisecond, stamped: true,
+		settle: 150 * time.Millisecond, settleOver: 2 * Rate, leadSilence: Rate,
+		slipAt: 5 * Rate, slip: 40 * time.Millisecond}
+	sc.far = append(make([]float32, sc.leadSilence), noise(n, 17, 0.3)...)
+	eng := &subtractor{delay: sc.acoustic + early, gain: sc.gain}
+	out, _, _ := runScene(t, sc, eng, Config{})
+	got := joined(t, out)
+	if len(got) != n {
+		t.Fatalf("%d samples out of %d", len(got), n)
+	}
+	maxErr := int(audio.DurationToSamples(sc.settle, Rate))
+	before, ok := misplacedBy(sc, got, 5*Rate/2, sc.slipAt, maxErr)
+	if !ok {
+		t.Fatal("before the slip the reference is not in one place")
+	}
+	after, ok := misplacedBy(sc, got, sc.slipAt+3*Rate/2, n, maxErr)
+	if !ok {
+		t.Fatal("after the slip the reference is not in one place")
+	}
+	t.Logf("reference misplaced by %d samples before the slip, %d after", before, after)
+	if d := after - before; d > int(audio.DurationToSamples(moveMin, Rate)) || -d > int(audio.DurationToSamples(moveMin, Rate)) {
+		t.Errorf("the reference did not follow the slip: misplaced by %d samples before it, %d after", before, after)
+	}
+}
+
+// misplacedBy finds the constant e by which the reference was misplaced over the output
+// [from, to): the output is the user plus what subtracting played sample j+e from the
+// echo of played sample j leaves.
+func misplacedBy(sc scene, got []float32, from, to, maxErr int) (int, bool) {
+	echo := sc.echoes()
+	far := func(j int) float32 {
+		if j < 0 || j >= len(sc.far) {
+			return 0
+		}
+		return sc.far[j]
+	}
+	for e := -maxErr; e <= maxErr; e++ {
+		ok := true
+		for i := from; i < to && i < len(got) && ok; i++ {
+			ok = echo[i] < 0 || math.Abs(float64(got[i]-sc.near[i]-sc.gain*(far(echo[i])-far(echo[i]+e)))) < 1e-5
+		}
+		if ok {
+			return e, true
+		}
+	}
+	return 0, false
+}
+
 // TestModuleFollowsTheMicrophonesClockSlip: when the microphone's samples slip (lost
 // without a gap in its positions, 40 ms here), the echo comes that much earlier in its
 // samples and its capture times say so; the reference follows, past epochMoveMin and
