@@ -32,9 +32,8 @@ const prefillLogprobs = 20
 // probabilities of the most likely ones, so that the server evaluates the prompt into
 // its cache (the generation that follows finds it there) and says how likely the ends
 // come next. Next sums the listed tokens that begin one of ends; NextMax adds what the
-// ends without a listed token may hold. A chat endpoint, and a server
-// whose answer holds no probabilities or that refuses to give them (a 400 that names
-// them), make it return
+// ends without a listed token may hold. A chat endpoint, and a server whose answer holds
+// no probabilities or that refuses to give them (a 400 that names them), make it return
 // ErrNoPrefill, from then on without asking: every prefill would cost a hosted API a
 // prompt.
 func (e *HTTPEngine) Prefill(ctx context.Context, prompt string, ends []string) (res PrefillResult, err error) {

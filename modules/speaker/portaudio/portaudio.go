@@ -76,7 +76,7 @@ type deviceOutput struct {
 	// the listener hears device frame 0 if the stream has played continuously since —
 	// the time a buffer's first frame reaches the listener (callback time plus the DAC
 	// time PortAudio reports ahead of it) minus that frame's duration from 0, the
-	// earliest of the last anchorWindow's buffers (see outputClock). One atomic word, so
+	// earliest of the last anchorWindow's buffers. One atomic word, so
 	// the module never reads a torn value. anchorSet tells whether a callback has run.
 	anchor    atomic.Int64
 	anchorSet atomic.Bool
@@ -119,11 +119,17 @@ func (d *deviceOutput) Open(ctx context.Context, p *iu.Ports, start time.Time) (
 
 // anchorWindow is how long the output's timing remembers an early estimate. A callback
 // that runs late (a loaded machine, a garbage collection holding the audio thread) times
-// its buffer late by as much: live under load the estimates of one stream spread 12–20 ms
+// its buffer late by as much: live under load the estimates of one stream spread 12–30 ms
 // with up to 24 jumps of more than 3 ms (3–4 ms and at most one jump on an idle
-// machine). The earliest estimate of the last second is the stream's timing; a sound
+// machine; docs/MEASUREMENTS.md). The earliest estimate of the last second is the stream's timing; a sound
 // server that grows its buffer without an underflow is followed a second later.
 const anchorWindow = time.Second
+
+// anchorWarmup is how long after the stream starts the latest estimate stands: while the
+// sound server fills its buffer the first buffers' estimates come early (by 37–63 ms
+// through PulseAudio here, for about 140 ms), so the earliest of them would be wrong for
+// a second.
+const anchorWarmup = 500 * time.Millisecond
 
 // outputEvent wakes the module: the renderer applied a request, or the stream finished.
 type outputEvent struct{}
@@ -138,7 +144,8 @@ func (d *deviceOutput) Begin(r *speaker.Ring) error {
 	// fallback stands in for the callback's DAC time on hosts that do not report it: the
 	// stream's nominal output latency, known once it is open.
 	var fallback atomic.Int64
-	clock := audio.Earliest{Window: anchorWindow} // the callback's own
+	timing := audio.Earliest{Window: anchorWindow} // the callback's own
+	warmUntil := time.Duration(-1)                 // before it, the latest estimate stands
 	stream, err := d.host.OpenOutput(d.scfg, func(out []float32, frames int, t device.Timing, flags device.Flags) {
 		now := time.Since(base) // before rendering, which takes its time
 		first := rend.Frame()
@@ -147,13 +154,18 @@ func (d *deviceOutput) Begin(r *speaker.Ring) error {
 		if t.OutputDAC == 0 || ahead < 0 {
 			ahead = time.Duration(fallback.Load())
 		}
-		if flags&device.OutputUnderflow != 0 {
-			clock.Reset() // the device missed buffers: everything plays later from now on
+		if warmUntil < 0 || flags&device.OutputUnderflow != 0 {
+			// The stream starts, or starts again after missing buffers (everything plays
+			// later from now on): its latency builds up.
+			warmUntil = now + anchorWarmup
+		}
+		if now < warmUntil {
+			timing.Reset()
 		}
 		// When this buffer's first frame reaches the listener, on the module's clock.
 		heard := now + ahead
-		clock.Note(heard, heard-time.Duration(first*int64(time.Second)/rate))
-		anchor, _ := clock.Min()
+		timing.Note(heard, heard-time.Duration(first*int64(time.Second)/rate))
+		anchor, _ := timing.Min()
 		d.anchor.Store(int64(anchor))
 		d.anchorSet.Store(true)
 	})
