@@ -76,8 +76,8 @@ type deviceOutput struct {
 	// the listener hears device frame 0 if the stream has played continuously since —
 	// the time a buffer's first frame reaches the listener (callback time plus the DAC
 	// time PortAudio reports ahead of it) minus that frame's duration from 0, the
-	// earliest of the last anchorWindow's buffers. One atomic word, so
-	// the module never reads a torn value. anchorSet tells whether a callback has run.
+	// earliest of the last anchorWindow's buffers. One atomic word, so the module never
+	// reads a torn value. anchorSet tells whether a callback has run.
 	anchor    atomic.Int64
 	anchorSet atomic.Bool
 	closed    bool
@@ -121,8 +121,9 @@ func (d *deviceOutput) Open(ctx context.Context, p *iu.Ports, start time.Time) (
 // that runs late (a loaded machine, a garbage collection holding the audio thread) times
 // its buffer late by as much: live under load the estimates of one stream spread 12–30 ms
 // with up to 24 jumps of more than 3 ms (3–4 ms and at most one jump on an idle
-// machine; docs/MEASUREMENTS.md). The earliest estimate of the last second is the stream's timing; a sound
-// server that grows its buffer without an underflow is followed a second later.
+// machine; docs/MEASUREMENTS.md). The earliest estimate of the last second is the
+// stream's timing; a sound server that grows its buffer without an underflow is
+// followed a second later.
 const anchorWindow = time.Second
 
 // anchorWarmup is how long after the stream starts the latest estimate stands: while the
