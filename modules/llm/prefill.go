@@ -62,5 +62,5 @@ func (c TurnCompletion) Summary() string {
 
 // TurnCompletion implements turnend.Completion.
 func (c TurnCompletion) TurnCompletion() (text string, p, pMax float64) {
-	return c.Text, c.P, max(c.PMax, c.P)
+	return c.Text, c.P, c.PMax
 }

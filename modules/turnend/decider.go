@@ -101,7 +101,8 @@ func (d *Decider) Words(words []string, lastEnd time.Duration) *EndOfTurn {
 }
 
 // Completion: the language model's probability that the turn is complete after text, p,
-// and the most it can be, pMax (p when it is known exactly).
+// and the most it can be, pMax (p when it is known exactly; a pMax below p is taken as
+// p, so that Signals.CompleteMax is never below Signals.Complete).
 func (d *Decider) Completion(text string, p, pMax float64) *EndOfTurn {
 	d.completeText, d.completion, d.completeMax, d.hasComplete = text, p, max(p, pMax), true
 	d.decided = false

@@ -24,8 +24,8 @@ type Signals struct {
 	// Complete is the language model's probability that the user's turn is complete after
 	// Words (the probability of the prompt format's end-of-user-turn token); it is valid
 	// only when HasComplete is set. CompleteMax is the most it can be: a server that
-	// lists only its likeliest tokens leaves the rest unknown. It equals Complete when
-	// the probability is known exactly.
+	// lists only its likeliest tokens leaves the rest unknown. It is never below Complete,
+	// and equals it when the probability is known exactly.
 	Complete, CompleteMax float64
 	HasComplete           bool
 }
@@ -101,7 +101,7 @@ func (p Predictive) Decide(s Signals) Decision {
 		return Decision{Hold: p.Holds.Default, Reason: "no completion estimate"}
 	case s.Complete >= p.CompleteAbove && s.Fresh:
 		return Decision{Hold: p.Holds.Short, Reason: fmt.Sprintf("complete (p=%s)", probability(s))}
-	case max(s.Complete, s.CompleteMax) < p.IncompleteBelow:
+	case s.CompleteMax < p.IncompleteBelow:
 		return Decision{Hold: p.Holds.Long, Reason: fmt.Sprintf("incomplete (p=%s)", probability(s))}
 	}
 	return Decision{Hold: p.Holds.Default, Reason: fmt.Sprintf("undecided (p=%s)", probability(s))}
