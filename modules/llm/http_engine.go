@@ -233,19 +233,33 @@ type streamChunk struct {
 			Content *string `json:"content"`
 		} `json:"delta"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens        int `json:"prompt_tokens"`
-		CompletionTokens    int `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens int `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
-	Timings *struct { // llama-server
-		CacheN             int     `json:"cache_n"`
-		PromptMS           float64 `json:"prompt_ms"`
-		PredictedPerSecond float64 `json:"predicted_per_second"`
-	} `json:"timings"`
-	Error json.RawMessage `json:"error"`
+	Usage   *usage          `json:"usage"`
+	Timings *serverTimings  `json:"timings"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// usage is an answer's token counts (streamed in its last chunk, or in the answer).
+type usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// cached returns how many prompt tokens the server had cached, as far as it says.
+func (u usage) cached() int {
+	if u.PromptTokensDetails == nil {
+		return 0
+	}
+	return u.PromptTokensDetails.CachedTokens
+}
+
+// serverTimings is llama-server's account of an answer.
+type serverTimings struct {
+	CacheN             int     `json:"cache_n"`
+	PromptMS           float64 `json:"prompt_ms"`
+	PredictedPerSecond float64 `json:"predicted_per_second"`
 }
 
 func (e *HTTPEngine) body(req Request) ([]byte, error) {
@@ -374,9 +388,7 @@ func (e *HTTPEngine) Generate(ctx context.Context, req Request, emit func(string
 			usage = true
 			res.PromptTokens = c.Usage.PromptTokens
 			res.Tokens = c.Usage.CompletionTokens
-			if c.Usage.PromptTokensDetails != nil {
-				res.CachedTokens = c.Usage.PromptTokensDetails.CachedTokens
-			}
+			res.CachedTokens = c.Usage.cached()
 		}
 		if c.Timings != nil {
 			res.CachedTokens = max(res.CachedTokens, c.Timings.CacheN)

@@ -132,16 +132,9 @@ func parseCompletionAnswer(raw []byte) (completionAnswer, error) {
 				TopLogprobs []map[string]float64 `json:"top_logprobs"`
 			} `json:"logprobs"`
 		} `json:"choices"`
-		Usage *struct {
-			PromptTokens        int `json:"prompt_tokens"`
-			PromptTokensDetails *struct {
-				CachedTokens int `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-		} `json:"usage"`
-		Timings *struct {
-			CacheN int `json:"cache_n"`
-		} `json:"timings"`
-		Error json.RawMessage `json:"error"`
+		Usage   *usage          `json:"usage"`
+		Timings *serverTimings  `json:"timings"`
+		Error   json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return completionAnswer{}, err
@@ -154,10 +147,7 @@ func parseCompletionAnswer(raw []byte) (completionAnswer, error) {
 	}
 	var ans completionAnswer
 	if u := a.Usage; u != nil {
-		ans.promptTokens = u.PromptTokens
-		if u.PromptTokensDetails != nil {
-			ans.cachedTokens = u.PromptTokensDetails.CachedTokens
-		}
+		ans.promptTokens, ans.cachedTokens = u.PromptTokens, u.cached()
 	}
 	if a.Timings != nil {
 		ans.cachedTokens = max(ans.cachedTokens, a.Timings.CacheN)
