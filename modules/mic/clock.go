@@ -21,9 +21,12 @@ type captureClock struct {
 	earliest audio.Earliest
 }
 
+func newCaptureClock() captureClock {
+	return captureClock{earliest: audio.Earliest{Window: clockWindow}}
+}
+
 // add notes that pipeline position pos was captured at stamp.
 func (c *captureClock) add(stamp time.Duration, pos int64) {
-	c.earliest.Window = clockWindow
 	c.earliest.Note(stamp, stamp-audio.SamplesToDuration(pos, audio.PipelineRate))
 }
 

@@ -11,7 +11,7 @@ import (
 // stamp on time does, and one older than the window is forgotten, so that a slow drift
 // is followed.
 func TestCaptureClock(t *testing.T) {
-	var c captureClock
+	c := newCaptureClock()
 	if _, ok := c.epoch(); ok {
 		t.Fatal("an epoch before any stamp")
 	}

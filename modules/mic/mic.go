@@ -141,7 +141,8 @@ func (m *Mic) Run(ctx context.Context, p *iu.Ports) error {
 	if _, virtual := p.Clock().(clock.Scheduler); virtual {
 		return errors.New("mic: the microphone captures in real time and needs the real clock; replay recordings with modules/source instead")
 	}
-	r := &runner{m: m, p: p, log: p.Logger(), frameLen: int(audio.DurationToSamples(m.cfg.FrameDuration, audio.PipelineRate)), began: p.Now()}
+	r := &runner{m: m, p: p, log: p.Logger(), frameLen: int(audio.DurationToSamples(m.cfg.FrameDuration, audio.PipelineRate)), began: p.Now(),
+		clock: newCaptureClock()}
 	defer r.closeCapture()
 	if err := r.openCapture(); err != nil {
 		return err
