@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -190,15 +191,20 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 // Placing the played stream (see place): the microphone's clock is an average over the
 // last averaging frames; the stream is placed earlyBy ahead of the timing, and moved when
 // moveAgree played IUs in a row put it at least moveMin elsewhere (and agree within
-// moveMin/2), or when the microphone's clock moved epochMoveMin later.
+// moveMin/2), or at once when the microphone's clock moved epochMoveMin against the
+// output's.
 const (
 	averaging = 32
 	earlyBy   = 10 * time.Millisecond
 	moveMin   = 5 * time.Millisecond
 	moveAgree = 3
-	// epochMoveMin is how far later the microphone's clock must move for the stream to
-	// follow.
+	// epochMoveMin is how far the microphone's clock must move, against the output's,
+	// for the stream to follow at once.
 	epochMoveMin = 2 * earlyBy
+	// maxDrift is the fastest a device's clock drifts against the system's (a poor one
+	// is 100 ppm off): the microphone's epoch moving earlier faster than this is its
+	// estimate settling (seen live: 35 ms over 5 s, 7000 ppm; 190 ms over 4 s).
+	maxDrift = 2000e-6
 	// maxStash bounds the played audio kept before the first microphone frame says
 	// where the microphone's timeline lies.
 	maxStash = 5 * time.Second
@@ -231,6 +237,10 @@ type runner struct {
 	epoch    time.Time
 	epochN   int
 	anchored bool
+	// seenEpoch is the epoch at the last played IU's timing, when the microphone was at
+	// position seenAt: how fast the epoch moves.
+	seenEpoch time.Time
+	seenAt    int64
 
 	// The reference: ref holds the played audio for positions [rendered, rendered+len(ref)),
 	// where rendered is how far Render has been fed.
@@ -242,8 +252,8 @@ type runner struct {
 	moveTo int64 // where the last IUs would move it, and how many agreed
 	agreed int
 	// placedOut and placedEpoch are the output's timing (when played sample 0 is heard)
-	// and the microphone's epoch the offset was last set from: each moves the stream by
-	// its own rule (see place).
+	// and the microphone's epoch the offset was last set from: the stream moves by how
+	// far they moved apart since (see place).
 	placedOut   time.Time
 	placedEpoch time.Time
 	// tracking counts the microphone frames after a move with its clock during which the
@@ -420,62 +430,77 @@ func (r *runner) played(f audio.Frame, heard time.Time) {
 // reference not yet rendered are silence). While everything played so far was silence
 // the stream follows the timing, since there is nothing to misplace; the first sound
 // fixes it, early by earlyBy, so that a timing a little off never puts the reference
-// after its echo. Afterwards the two clocks the offset comes from move it each by its
-// own rule:
-//   - the output's: when moveAgree IUs in a row say it plays moveMin or more later or
-//     earlier than when the stream was placed (a sound server that grows its buffer
-//     after an underrun plays everything later, and the echo moves with it), the
-//     reference follows, so that the engine sees its delay unchanged; smaller
-//     differences are the timing's jitter, and the engine's to absorb;
-//   - the microphone's: its epoch is an estimate from stamps that are never early but
-//     often late. When it moves earlier, it settles: the microphone's sliding minimum
-//     found earlier stamps (35 ms over the first 5 s of a live run under load; 165–190 ms
-//     over 4–5 s when a backlog of captured audio drained slowly, which PortAudio's
-//     capture time does not include). The echo stays where it was in the microphone's
-//     samples then, so the stream stays too, and later moves count from the settled
-//     estimate. When it moves later, samples were lost uncounted (a slip) and the echo
-//     comes earlier in the microphone's samples: the stream follows past epochMoveMin
-//     (a clock that truly drifts moves 1 ms in 10 s at 100 ppm, which the engine's own
-//     delay estimator absorbs, in either direction), and then by moveMin steps until
-//     the clock's average has caught up. Every move makes the engine adapt anew, and a
-//     residue of echo while it does can sound like the user.
+// after its echo. Afterwards it moves by what the two clocks it comes from say
+// together: the output's (when played sample 0 is heard) and the microphone's epoch
+// (when its sample 0 was captured). Only their difference moves the echo in the
+// microphone's samples: a laptop's output and input share one crystal, and when it runs
+// fast both clocks move earlier alike while the echo stays where it was.
+//   - The microphone's epoch is an estimate from stamps that are never early but often
+//     late. When it moves earlier faster than any clock drifts (maxDrift), it settles:
+//     the microphone's sliding minimum found earlier stamps (35 ms over the first 5 s
+//     of a live run under load; 165–190 ms over 4–5 s when a backlog of captured audio
+//     drained slowly, which PortAudio's capture time does not include). The echo stays
+//     where it was in the microphone's samples then, so those moves are dropped. Any
+//     other move of the epoch (samples lost uncounted, a slip; a clock drifting, 1 ms in
+//     10 s at 100 ppm) that the output's timing does not share is followed at once past
+//     epochMoveMin, and then by moveMin steps until the clock's average has caught up.
+//   - The output's moves come with its timing's jitter: when moveAgree IUs in a row say
+//     it plays moveMin or more later or earlier than the microphone's clock explains (a
+//     sound server that grows its buffer after an underrun plays everything later, and
+//     the echo moves with it), the reference follows, so that the engine sees its delay
+//     unchanged; smaller differences are the engine's to absorb.
+//
+// Every move makes the engine adapt anew, and a residue of echo while it does can sound
+// like the user.
 func (r *runner) place(heard time.Time, start int64, quiet bool) {
 	out := heard.Add(-audio.SamplesToDuration(start, Rate))
 	if !r.locked {
 		r.offset, r.locked, r.agreed = r.position(heard)-start-audio.DurationToSamples(earlyBy, Rate), !quiet, 0
 		r.placedOut, r.placedEpoch = out, r.epoch
+		r.seenEpoch, r.seenAt = r.epoch, r.next
 		return
 	}
 	follow := epochMoveMin
 	if r.tracking > 0 {
 		follow = moveMin
 	}
-	switch d := r.epoch.Sub(r.placedEpoch); {
-	case d < 0:
-		r.placedEpoch = r.epoch // settling: the echo has not moved
-	case d >= follow:
-		r.log.Debug("played audio moved with the microphone's clock", zap.Duration("by", -d))
-		r.offset -= audio.DurationToSamples(d, Rate)
-		r.placedEpoch, r.agreed = r.epoch, 0
-		r.tracking = averaging
+	// Settling: the estimate moved earlier than it was when the stream was placed, and
+	// faster than a clock drifts; the echo has not moved. (Only below where it was
+	// placed: an estimate that jitters must not ratchet later by its dips.)
+	moved, over := r.seenEpoch.Sub(r.epoch), audio.SamplesToDuration(r.next-r.seenAt, Rate)
+	fast := math.Abs(float64(moved)) > maxDrift*float64(over)
+	if r.epoch.Before(r.placedEpoch) && moved > 0 && fast {
+		r.placedEpoch = r.epoch
+	}
+	r.seenEpoch, r.seenAt = r.epoch, r.next
+	byEpoch := r.epoch.Sub(r.placedEpoch)
+	// Where the two clocks together put the stream.
+	to := r.offset + audio.DurationToSamples(out.Sub(r.placedOut)-byEpoch, Rate)
+	move := func(why string) {
+		r.log.Debug("played audio moved", zap.String("with", why), zap.Duration("by", audio.SamplesToDuration(to-r.offset, Rate)))
+		r.offset, r.agreed = to, 0
+		r.placedOut, r.placedEpoch = out, r.epoch
 		r.moves++
 	}
-	// Where the output's timing alone would put the stream.
-	byOutput := r.offset + audio.DurationToSamples(out.Sub(r.placedOut), Rate)
+	jump := audio.DurationToSamples(follow, Rate)
+	if abs(audio.DurationToSamples(byEpoch, Rate)) >= jump && abs(to-r.offset) >= jump {
+		move("the microphone's clock")
+		r.tracking = averaging
+		return
+	}
+	// While the microphone's clock moves fast (a slip the average takes in over
+	// averaging frames), the move is its rule's to make, in one piece.
 	step := audio.DurationToSamples(moveMin, Rate)
 	switch {
-	case abs(byOutput-r.offset) < step:
+	case fast || abs(to-r.offset) < step:
 		r.agreed = 0
-	case r.agreed > 0 && abs(byOutput-r.moveTo) <= step/2:
+	case r.agreed > 0 && abs(to-r.moveTo) <= step/2:
 		r.agreed++
 	default:
-		r.moveTo, r.agreed = byOutput, 1
+		r.moveTo, r.agreed = to, 1
 	}
 	if r.agreed >= moveAgree {
-		r.log.Debug("played audio moved with the output's latency", zap.Duration("by", audio.SamplesToDuration(byOutput-r.offset, Rate)))
-		r.offset, r.agreed = byOutput, 0
-		r.placedOut = out
-		r.moves++
+		move("the output's latency")
 	}
 }
 

@@ -105,11 +105,26 @@ type scene struct {
 	// IUs' timing says so.
 	latJumpAt int
 	latJump   time.Duration
+	// outPPM and micPPM are how much faster than the system's clock the output's and the
+	// microphone's run, in parts per million: the output plays, and the microphone
+	// takes, that many more samples per million of the system's time.
+	outPPM, micPPM int
 }
+
+// atRate returns how long n samples last on a clock ppm parts per million fast.
+func atRate(n int, ppm int) time.Duration {
+	if ppm == 0 {
+		return audio.SamplesToDuration(int64(n), Rate)
+	}
+	return time.Duration(float64(n) / (Rate * (1 + float64(ppm)/1e6)) * float64(time.Second))
+}
+
+// capturedAt returns when microphone position t is captured (without the slip).
+func (sc scene) capturedAt(t int) time.Duration { return sc.micStart + atRate(t, sc.micPPM) }
 
 // heardAt returns when played sample j is heard, after the speaker started.
 func (sc scene) heardAt(j int) time.Duration {
-	d := sc.outLat + audio.SamplesToDuration(int64(j), Rate)
+	d := sc.outLat + atRate(j, sc.outPPM)
 	if sc.latJump > 0 && j >= sc.latJumpAt {
 		d += sc.latJump
 	}
@@ -140,6 +155,9 @@ func (sc scene) echoes() []int {
 	slip := int(audio.DurationToSamples(sc.slip, Rate))
 	for j := range sc.far {
 		t := int(audio.DurationToSamples(sc.heardAt(j)-sc.micStart, Rate)) + sc.acoustic
+		if sc.micPPM != 0 {
+			t = int(math.Floor((sc.heardAt(j)-sc.micStart).Seconds()*Rate*(1+float64(sc.micPPM)/1e6))) + sc.acoustic
+		}
 		if slip > 0 && t-slip >= sc.slipAt {
 			t -= slip
 		}
@@ -162,7 +180,7 @@ func runScene(t *testing.T, sc scene, eng Engine, cfg Config) ([]audio.Frame, bo
 	src := iu.ModuleFunc{ModuleName: "mic", Fn: func(ctx context.Context, p *iu.Ports) error {
 		for pos := 0; pos < len(mic); pos += sc.frame {
 			end := min(pos+sc.frame, len(mic))
-			if err := wait(ctx, p, start.Add(sc.micStart+audio.SamplesToDuration(int64(end), Rate))); err != nil {
+			if err := wait(ctx, p, start.Add(sc.capturedAt(end))); err != nil {
 				return err
 			}
 			if sc.gapLen > 0 && pos >= sc.gapAt && pos < sc.gapAt+sc.gapLen {
@@ -170,7 +188,7 @@ func runScene(t *testing.T, sc scene, eng Engine, cfg Config) ([]audio.Frame, bo
 			}
 			f := audio.Frame{Samples: mic[pos:end], Rate: Rate, Channels: 1, Start: int64(pos)}
 			if sc.stamped {
-				f.Captured = start.Add(sc.micStart + audio.SamplesToDuration(int64(pos), Rate))
+				f.Captured = start.Add(sc.capturedAt(pos))
 				if sc.jitter > 0 {
 					f.Captured = f.Captured.Add(time.Duration(rng.Int64N(int64(2*sc.jitter))) - sc.jitter)
 				}
@@ -576,5 +594,97 @@ func TestModuleRejects(t *testing.T) {
 	}
 	if _, err := New("aec", Config{MaxWait: -time.Second}, c); err == nil {
 		t.Error("negative max wait accepted")
+	}
+}
+
+// misplacements returns the least and the most by which the reference was misplaced
+// over the output [from, to): at each sample that holds an echo, the e for which the
+// output is the user plus what subtracting played sample j+e from the echo of played
+// sample j leaves (searched from the previous sample's e outward, up to maxErr), or
+// where the reference held silence.
+func misplacements(sc scene, got []float32, from, to, maxErr int) (lo, hi int, ok bool) {
+	echo := sc.echoes()
+	far := func(j int) float32 {
+		if j < 0 || j >= len(sc.far) {
+			return 0
+		}
+		return sc.far[j]
+	}
+	e, seen := 0, false
+	for i := from; i < to && i < len(got); i++ {
+		if echo[i] < 0 {
+			continue
+		}
+		if math.Abs(float64(got[i]-sc.near[i]-sc.gain*far(echo[i]))) < 1e-5 {
+			continue // the reference is silence here: the gap a move later leaves
+		}
+		found := false
+		for k := 0; k <= 2*maxErr+1 && !found; k++ {
+			c := e + (k+1)/2*(1-2*(k%2)) // e, e-1, e+1, e-2, …
+			if c < -maxErr || c > maxErr {
+				continue
+			}
+			if math.Abs(float64(got[i]-sc.near[i]-sc.gain*(far(echo[i])-far(echo[i]+c)))) < 1e-5 {
+				e, found = c, true
+			}
+		}
+		if !found {
+			return lo, hi, false
+		}
+		if !seen {
+			lo, hi, seen = e, e, true
+		}
+		lo, hi = min(lo, e), max(hi, e)
+	}
+	return lo, hi, seen
+}
+
+// TestModuleDriftingClocks: device clocks that run fast or slow against the system's.
+// A laptop's output and microphone share one crystal: both clocks drift alike, the
+// echo stays where it is in the microphone's samples, and so does the reference. A
+// microphone of its own that drifts moves the echo, and the reference follows once its
+// within epochMoveMin; an output that drifts alone is followed within moveMin. The
+// drifts are 1000 ppm, ten times a poor device's, so that a scene of seconds shows
+// them (1 ms a second).
+func TestModuleDriftingClocks(t *testing.T) {
+	ms := func(d time.Duration) int { return int(audio.DurationToSamples(d, Rate)) }
+	for _, tc := range []struct {
+		name           string
+		outPPM, micPPM int
+		// from when (seconds) the misplacement must stay within spread
+		from   int
+		spread time.Duration
+	}{
+		{"shared crystal, fast", 1000, 1000, 0, 0},
+		{"shared crystal, slow", -1000, -1000, 0, 0},
+		{"microphone fast", 0, 1000, 0, epochMoveMin + moveMin},
+		{"microphone slow", 0, -1000, 0, epochMoveMin + moveMin},
+		{"output fast", 1000, 0, 0, 2 * moveMin},
+		{"output slow", -1000, 0, 0, 2 * moveMin},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 40 * Rate
+			sc := scene{near: noise(n, 20, 0.1), far: noise(n+Rate, 21, 0.3), gain: 0.5, frame: 320, chunk: 160, acoustic: 320,
+				outLat: 50 * time.Millisecond, micStart: 40 * time.Millisecond, stamped: true,
+				outPPM: tc.outPPM, micPPM: tc.micPPM}
+			eng := &subtractor{delay: sc.acoustic + early, gain: sc.gain}
+			out, _, m := runScene(t, sc, eng, Config{})
+			got := joined(t, out)
+			if len(got) != n {
+				t.Fatalf("%d samples out of %d", len(got), n)
+			}
+			maxErr := ms(200 * time.Millisecond)
+			for s := 1; s < n/Rate; s++ {
+				lo, hi, ok := misplacements(sc, got, s*Rate, (s+1)*Rate, maxErr)
+				if !ok {
+					t.Fatalf("second %d: the reference is misplaced by more than %d samples", s, maxErr)
+				}
+				t.Logf("second %d: misplaced by %d to %d samples", s, lo, hi)
+				if s >= tc.from && (max(-lo, hi) > ms(tc.spread)+1) {
+					t.Errorf("second %d: misplaced by %d to %d samples, want within %d", s, lo, hi, ms(tc.spread)+1)
+				}
+			}
+			_ = m
+		})
 	}
 }

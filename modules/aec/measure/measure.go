@@ -56,7 +56,15 @@ type Scene struct {
 	Hint time.Duration
 	// Block is the number of samples per Render and Capture call (default 160).
 	Block int
+	// MicClockPPM is how much faster the microphone's clock runs than the speaker's, in
+	// parts per million (negative: slower). The microphone then takes that many more
+	// samples per million the speaker plays, so the echo moves later in its stream (by
+	// 1 ms every 10 s at 100 ppm), while the reference keeps the speaker's clock.
+	MicClockPPM int
 }
+
+// maxClockPPM bounds MicClockPPM: 10 % is no clock any device has.
+const maxClockPPM = 100_000
 
 // WindowResult is the analysis of one window; powers are mean squares.
 type WindowResult struct {
@@ -122,6 +130,13 @@ func Run(c aec.Canceller, s Scene) (Result, error) {
 		return Result{}, err
 	}
 	n := len(s.Far)
+	if s.MicClockPPM < -maxClockPPM || s.MicClockPPM > maxClockPPM {
+		return Result{}, fmt.Errorf("measure: microphone clock %+d ppm off the speaker's", s.MicClockPPM)
+	}
+	heard, err := onMicClock(s.Far, s.MicClockPPM)
+	if err != nil {
+		return Result{}, err
+	}
 	// The echo alone, without the path's noise, to measure against: a second path
 	// with the same seed and no noise gives exactly the echo part.
 	quiet := s.Path
@@ -130,8 +145,8 @@ func Run(c aec.Canceller, s Scene) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	echo := qpath.Process(s.Far)
-	mic := path.Process(s.Far)
+	echo := qpath.Process(heard)
+	mic := path.Process(heard)
 	near := make([]float32, n)
 	if s.Near != nil {
 		at := int(audio.DurationToSamples(s.NearAt, aec.Rate))
@@ -171,6 +186,25 @@ func Run(c aec.Canceller, s Scene) (Result, error) {
 	r.Stats = c.Stats()
 	r.Mic, r.Out = mic, aligned
 	return r, nil
+}
+
+// onMicClock returns the speaker's output x as a microphone whose clock runs ppm parts
+// per million faster samples it, as long as x (cut or padded with silence).
+func onMicClock(x []float32, ppm int) ([]float32, error) {
+	if ppm == 0 {
+		return x, nil
+	}
+	// At a million samples a second the ratio is exact to the part per million; the
+	// resampler only uses the two rates' ratio.
+	const base = 1_000_000
+	r, err := audio.NewResampler(base, base+ppm, 1, audio.QualityHigh)
+	if err != nil {
+		return nil, fmt.Errorf("measure: %w", err)
+	}
+	y := append(r.Process(x), r.Flush()...)
+	out := make([]float32, len(x))
+	copy(out, y)
+	return out, nil
 }
 
 // activeLevel is the RMS over the signal's active windows (0 for silence).

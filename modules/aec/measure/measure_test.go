@@ -133,3 +133,37 @@ func TestSceneErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestMicClock: on a microphone whose clock runs fast (slow), a click the speaker plays
+// at second k is taken k·ppm microseconds later (earlier) in the microphone's samples.
+func TestMicClock(t *testing.T) {
+	x := make([]float32, 10*aec.Rate)
+	for k := 1; k < 10; k++ {
+		x[k*aec.Rate] = 1
+	}
+	for _, ppm := range []int{1000, -1000, 5000} {
+		y, err := onMicClock(x, ppm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(y) != len(x) {
+			t.Fatalf("%+d ppm: %d samples from %d", ppm, len(y), len(x))
+		}
+		for k := 1; k < 10; k++ {
+			want := float64(k*aec.Rate) * (1 + float64(ppm)/1e6)
+			at := int(math.Round(want))
+			peak := at - 3
+			for i := at - 3; i <= at+3; i++ {
+				if y[i] > y[peak] {
+					peak = i
+				}
+			}
+			if math.Abs(float64(peak)-want) > 0.5 {
+				t.Errorf("%+d ppm: click %d at sample %d, want %.1f", ppm, k, peak, want)
+			}
+		}
+	}
+	if _, err := Run(newPassThrough(0), Scene{Far: bursts(1), Path: laptop(), MicClockPPM: 200_000}); err == nil {
+		t.Error("a microphone clock 20 % fast was accepted")
+	}
+}

@@ -199,3 +199,29 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("echo reduced by %.1f dB after the burst, want ≥ %g", got, measure.Target)
 	}
 }
+
+// TestMicClockDrift: a microphone whose clock runs faster or slower than the speaker's
+// moves the echo in its stream, 1 ms in 10 s at 100 ppm (a poor device). The aec
+// module moves the reference only past 5–20 ms (aec.Module's place), so AEC3's delay
+// estimator must absorb the drift in between. At 100 ppm it converges as fast as
+// without drift and never falls below the target; at 1000 ppm (1 ms a second) the
+// echo stays cancelled by ≥ 25 dB overall, with dips below it while the delay
+// estimate steps; 3000 ppm is logged, not judged.
+func TestMicClockDrift(t *testing.T) {
+	far := aectest.AgentSpeech(t)
+	path := aectest.Laptop()
+	for _, ppm := range []int{100, 1000, -1000, 3000} {
+		t.Run(fmt.Sprintf("%+dppm", ppm), func(t *testing.T) {
+			r := run(t, measure.Scene{Far: far, Path: path, Hint: path.Delay, MicClockPPM: ppm})
+			t.Logf("%v; AEC3 delay estimate at the end %v (the echo's: %v)", r, r.Stats.Delay,
+				path.Delay+time.Duration(float64(len(far))/aec.Rate*float64(ppm))*time.Microsecond)
+			switch {
+			case ppm == 100 && (!r.Converged || r.Convergence > time.Second || r.AboveTarget < 1):
+				t.Errorf("convergence %v (converged %v), %.0f%% of windows at the target, want ≤ 1s and all",
+					r.Convergence, r.Converged, 100*r.AboveTarget)
+			case ppm <= 1000 && r.ERLE < measure.Target:
+				t.Errorf("ERLE after convergence %.1f dB, want ≥ %g", r.ERLE, measure.Target)
+			}
+		})
+	}
+}
