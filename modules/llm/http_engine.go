@@ -97,8 +97,9 @@ type HTTPEngine struct {
 	// token counts are estimated from then on.
 	noTokenize atomic.Bool
 	// noPrefill is set once the server showed it gives no token probabilities (see
-	// Prefill).
-	noPrefill atomic.Bool
+	// Prefill); fewerLogprobs once it refused prefillLogprobs of them.
+	noPrefill     atomic.Bool
+	fewerLogprobs atomic.Bool
 }
 
 // NewHTTPEngine checks cfg and returns an engine. It does not contact the server.

@@ -23,9 +23,14 @@ var ErrNoPrefill = errors.New("llm: the engine cannot prefill")
 // for. The ends (the end of the user's turn, sentence punctuation) are among them
 // whenever they matter: with stories260K's small vocabulary the ten likeliest tokens
 // after "what time" leave out its 3 % of punctuation, the twenty likeliest hold it.
-// llama-server gives any number; a server that refuses twenty (OpenAI's completions
-// allow 5) answers 400, and prefills are off.
-const prefillLogprobs = 20
+// llama-server gives any number; a server that refuses twenty answers 400, and is
+// asked for fallbackLogprobs (OpenAI's completions allow 5, vLLM 20 by default): an
+// end outside so short a list widens the estimate's range (NextMax) rather than
+// losing it. A server that refuses those too turns prefills off.
+const (
+	prefillLogprobs  = 20
+	fallbackLogprobs = 5
+)
 
 // Prefill implements Prefiller with a completions server that caches prompts and gives
 // token probabilities (llama-server): it asks for one token after prompt with the
@@ -33,9 +38,9 @@ const prefillLogprobs = 20
 // its cache (the generation that follows finds it there) and says how likely the ends
 // come next. Next sums the listed tokens that begin one of ends; NextMax adds what the
 // ends without a listed token may hold. A chat endpoint, and a server whose answer holds
-// no probabilities or that refuses to give them (a 400 that names them), make it return
-// ErrNoPrefill, from then on without asking: every prefill would cost a hosted API a
-// prompt.
+// no probabilities or that refuses to give even fallbackLogprobs of them (a 400 that
+// names them), make it return ErrNoPrefill, from then on without asking: every prefill
+// would cost a hosted API a prompt.
 func (e *HTTPEngine) Prefill(ctx context.Context, prompt string, ends []string) (res PrefillResult, err error) {
 	start := time.Now()
 	res.Next, res.NextMax = -1, -1
@@ -56,18 +61,24 @@ func (e *HTTPEngine) Prefill(ctx context.Context, prompt string, ends []string) 
 	defer func() { <-e.turn }()
 	defer func() { res.Duration = time.Since(start) }()
 
-	body := completionRequest{Model: e.cfg.Model, Prompt: prompt, MaxTokens: 1}
-	if len(ends) > 0 {
-		body.Logprobs = prefillLogprobs
-	}
-	data, err := json.Marshal(body)
-	if err != nil {
-		return res, fmt.Errorf("llm: prefill: %w", err)
-	}
 	reqCtx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
-	resp, err := e.post(reqCtx, data)
-	if err != nil {
+	var resp *http.Response
+	for {
+		body := completionRequest{Model: e.cfg.Model, Prompt: prompt, MaxTokens: 1}
+		if len(ends) > 0 {
+			body.Logprobs = prefillLogprobs
+			if e.fewerLogprobs.Load() {
+				body.Logprobs = fallbackLogprobs
+			}
+		}
+		data, err := json.Marshal(body)
+		if err != nil {
+			return res, fmt.Errorf("llm: prefill: %w", err)
+		}
+		if resp, err = e.post(reqCtx, data); err == nil {
+			break
+		}
 		var herr *HTTPError
 		switch {
 		case ctx.Err() != nil:
@@ -77,7 +88,11 @@ func (e *HTTPEngine) Prefill(ctx context.Context, prompt string, ends []string) 
 		case errors.As(err, &herr) && herr.StatusCode == http.StatusBadRequest && len(ends) > 0 &&
 			strings.Contains(strings.ToLower(herr.Message), "logprob"):
 			// A server that rejects the request for its log-probabilities (not for a
-			// prompt too long, which the next words may fix).
+			// prompt too long, which the next words may fix): fewer, or none.
+			if body.Logprobs > fallbackLogprobs {
+				e.fewerLogprobs.Store(true)
+				continue
+			}
 			e.noPrefill.Store(true)
 			return res, fmt.Errorf("%w: %w", ErrNoPrefill, err)
 		}

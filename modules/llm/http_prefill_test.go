@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"sync/atomic"
@@ -30,6 +31,8 @@ func TestHTTPPrefill(t *testing.T) {
 		wantErr  error
 		// requests is how many requests two prefills make.
 		requests int32
+		// maxLogprobs: the server answers 400 to a request for more log-probabilities.
+		maxLogprobs float64
 	}{
 		{name: "llama-server's form", answer: `{"choices":[{"text":"?","logprobs":{"content":[{"token":"?","logprob":-0.5,
 			"top_logprobs":[{"token":"?","logprob":-0.7},{"token":" and","logprob":-2},{"token":"\n","logprob":-2.5},{"token":"\n\n","logprob":-3}]}]}}],
@@ -42,8 +45,11 @@ func TestHTTPPrefill(t *testing.T) {
 			wantNext: math.Exp(-0.2) + math.Exp(-3), wantMax: 1 - math.Exp(-2.5), requests: 2},
 		{name: "no probabilities in the answer", answer: `{"choices":[{"text":"?"}],"usage":{"prompt_tokens":12}}`,
 			wantNext: -1, wantErr: llm.ErrNoPrefill, requests: 1},
-		{name: "too many probabilities asked for", status: http.StatusBadRequest,
-			answer: `{"error":{"message":"logprobs must be at most 5"}}`, wantNext: -1, wantErr: llm.ErrNoPrefill, requests: 1},
+		{name: "twenty probabilities refused, five given", maxLogprobs: 5,
+			answer: `{"choices":[{"text":".","logprobs":{"tokens":["."],"token_logprobs":[-0.2],
+			"top_logprobs":[{".":-0.2,"!":-3,"ly":-2.5}]}}],"usage":{"prompt_tokens":12}}`,
+			wantNext: math.Exp(-0.2) + math.Exp(-3), wantMax: 1 - math.Exp(-2.5), requests: 3},
+		{name: "no probabilities allowed", maxLogprobs: 2, wantNext: -1, wantErr: llm.ErrNoPrefill, requests: 2},
 		{name: "prompt too long", status: http.StatusBadRequest,
 			answer: `{"error":{"code":400,"message":"the request exceeds the available context size"}}`, wantNext: -1, requests: 2},
 		{name: "server error", status: http.StatusInternalServerError, answer: `{"error":"boom"}`, wantNext: -1, requests: 2},
@@ -59,8 +65,15 @@ func TestHTTPPrefill(t *testing.T) {
 				if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 					t.Errorf("request body: %v", err)
 				}
-				if body["max_tokens"] != 1.0 || body["stream"] != false || body["logprobs"] != 20.0 || body["prompt"] != "User: what time is it" {
+				first := requests.Load() == 1
+				if body["max_tokens"] != 1.0 || body["stream"] != false || first && body["logprobs"] != 20.0 || !first && body["logprobs"] != 20.0 && body["logprobs"] != 5.0 ||
+					body["prompt"] != "User: what time is it" {
 					t.Errorf("request %v", body)
+				}
+				if n, _ := body["logprobs"].(float64); tt.maxLogprobs > 0 && n > tt.maxLogprobs {
+					w.WriteHeader(http.StatusBadRequest)
+					fmt.Fprintf(w, `{"error":{"message":"logprobs must be at most %g"}}`, tt.maxLogprobs)
+					return
 				}
 				if tt.status != 0 {
 					w.WriteHeader(tt.status)

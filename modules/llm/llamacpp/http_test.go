@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/parley-voice/parley/engines/llama"
@@ -132,5 +137,62 @@ func TestHTTPPrefillMatchesInProcess(t *testing.T) {
 	got, err := e.Prefill(ctx, head+" what time is it\nStoryteller:", nil)
 	if err != nil || got.Next != -1 || got.Cached == 0 {
 		t.Errorf("closing prefill: %+v, %v; want Next -1 and the words cached", got, err)
+	}
+}
+
+// TestHTTPPrefillWithFiveProbabilities: a server that gives at most five
+// log-probabilities (OpenAI's completions; here llama-server behind a proxy that refuses
+// more, as such a server does) is asked for five after its first refusal. Its estimate
+// is a wider range that still holds the in-process engine's probability.
+func TestHTTPPrefillWithFiveProbabilities(t *testing.T) {
+	srv := llmtest.StartLlamaServer(t, 0)
+	target, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream := httputil.NewSingleHostReverseProxy(target)
+	var refused atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var req struct {
+			Logprobs int `json:"logprobs"`
+		}
+		if json.Unmarshal(body, &req) == nil && req.Logprobs > 5 {
+			refused.Add(1)
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"error":{"message":"logprobs must be at most 5","type":"invalid_request_error"}}`))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		upstream.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	e := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: proxy.URL})
+	local := newEngine(t, loadStories(t), llamacpp.Config{})
+	ctx := context.Background()
+	ends := []string{"\nStoryteller:", ".", "?", "!"}
+	const head = "A friendly storyteller talks with a child.\nChild:"
+	for _, words := range []string{"what time is it", "turn on the", "turn on the living room lamp"} {
+		prompt := head + " " + words
+		got, err := e.Prefill(ctx, prompt, ends)
+		if err != nil {
+			t.Fatalf("server prefill %q: %v", words, err)
+		}
+		want, err := local.Prefill(ctx, prompt, ends)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%-30q server p=%.4f–%.4f from five tokens, in-process p=%.4f", words, got.Next, got.NextMax, want.Next)
+		if got.Next < 0 || got.Next > want.Next+1e-3 || got.NextMax < want.Next-1e-3 {
+			t.Errorf("%q: the server's p=%.4f–%.4f, the in-process engine's %.4f", words, got.Next, got.NextMax, want.Next)
+		}
+	}
+	if n := refused.Load(); n != 1 {
+		t.Errorf("%d requests for more than five refused, want 1 (the first)", n)
 	}
 }
