@@ -602,3 +602,39 @@ func soundTimeline(path string, from, to time.Duration) string {
 	}
 	return b.String()
 }
+
+// TestHesitantBargeIns: a user who interrupts in phrases, with pauses between them
+// ("turn… off… the light… please"), stops the agent, and its turn is cut to the words
+// heard. The pauses cut the sound, the overlap decodes of it drift and need not agree on
+// any word; the voice that keeps coming back past the longest backchannel interrupts
+// (modules/manager, voiceComebacks). Timing is logged, not judged: such a barge-in
+// says less in its first 400 ms than the ones TestSoundsOverTheAgent times.
+func TestHesitantBargeIns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays four scenarios")
+	}
+	cfg := demoConfig(t)
+	cfg.LLM.MaxTokens = 64
+	cfg.Dialogue.MinWordFraction = 1
+	cache := voices.NewCache(t)
+	question := filepath.Join(testenv.SharedDir(t), "audio", "v2j_what_time_is_it.wav")
+	const place = 3500 * time.Millisecond // 1 s into the answer (TestSoundsOverTheAgent finds it at 2.55 s)
+	for _, v := range []voices.Voice{voices.FliteRMS, voices.FestivalKAL} {
+		for _, text := range []string{"go, forward, ten, meters", "turn... off... the light... please"} {
+			t.Run(strings.ReplaceAll(v.String()+" "+text, " ", "_"), func(t *testing.T) {
+				path := cache.Say(t, v, text)
+				samples := voices.Load(t, path)
+				on, off := voices.Bounds(samples)
+				s := overlapSound{voice: v.String(), text: text, bargeIn: true, path: path,
+					onset:  audio.SamplesToDuration(int64(on), voices.Rate),
+					length: audio.SamplesToDuration(int64(off-on), voices.Rate)}
+				res, rec := replayOverlap(t, cfg, writeScenario(t, 6, question, 0.5, path, (place-s.onset).Seconds()))
+				o := measureOverlap(t, s, place, res, rec, ownReference(t, rec, agentAudio(t, res)))
+				t.Logf("%s", describeOutcome(o))
+				if !o.stopped || !o.cutOK {
+					t.Errorf("%s\nwhat happened from the onset on:\n%s", describeOutcome(o), overlapTimeline(t, res, place))
+				}
+			})
+		}
+	}
+}

@@ -26,6 +26,8 @@ type bargeIn struct {
 	prev, prev2 []ScoredWord
 	// longChecked: the MaxBackchannel deadline has been looked at.
 	longChecked bool
+	// comebacks counts the times the sound went on after it had ended.
+	comebacks int
 }
 
 func (t *Turns) candidate(c *Candidate, acts []Action) []Action {

@@ -322,6 +322,30 @@ func TestSoftBargeIns(t *testing.T) {
 			final: Overlap,
 		},
 		{
+			name: "a voice that keeps coming back past MaxBackchannel interrupts whatever its decodes say",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3110, ev: voice(3110, "to:0.32")},
+				{ms: 3500, ev: ended(voice(3450, "sure:0.93", "and:0.16"), 3450), want: []string{"unduck 2"}},
+				{ms: 3560, ev: voice(3560, "sure:0.97", "and:0.2"), want: []string{"duck 2 -12"}},
+				{ms: 3880, ev: ended(voice(3820, "sure:0.99", "an:0.19", "lot:0.58"), 3820), want: []string{"unduck 2"}},
+				{ms: 4040, ev: voice(4040, "sure:0.99", "an:0.2", "lot:0.63"), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "a backchannel that comes back once stays one",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3160, ev: voice(3160, "yeah:0.7")},
+				{ms: 3400, ev: ended(voice(3300, "yeah:0.7"), 3300), want: []string{"unduck 2"}},
+				{ms: 3500, ev: voice(3500, "yeah:0.7", "yeah:0.5"), want: []string{"duck 2 -12"}},
+				{ms: 4100, ev: voice(4100, "yeah:0.7", "yeah:0.6")},
+				{ms: 4300, ev: ended(voice(4200, "yeah:0.7", "yeah:0.6"), 4200), want: []string{"unduck 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+		{
 			name: "a sound that starts again after its end is ducked again",
 			steps: concat(speakingAgent(), []step{
 				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},

@@ -117,6 +117,9 @@ func (t *Turns) handleSound(ev Event, acts []Action) []Action {
 	if b.sound != nil && s.Decodes != b.sound.Decodes {
 		b.prev2, b.prev = b.prev, b.sound.Words
 	}
+	if b.sound != nil && b.sound.Ended && !s.Ended && !s.Final {
+		b.comebacks++
+	}
 	b.sound = s
 	return t.evaluateBargeIn(ev.At, acts)
 }
@@ -149,6 +152,11 @@ func (t *Turns) weighSound(now time.Time, acts []Action) []Action {
 	return t.hold(acts, "the sound goes on")
 }
 
+// voiceComebacks is how often a voice over the agent must go on again after a pause,
+// past MaxBackchannel, to interrupt whatever its decodes say: a backchannel comes back
+// at most once ("uh… huh", "yeah, yeah").
+const voiceComebacks = 2
+
 // interruption returns why the sound is a real interruption, or "".
 func (t *Turns) interruption(now time.Time) string {
 	b := t.barge
@@ -173,6 +181,10 @@ func (t *Turns) interruption(now time.Time) string {
 		return "barge-in: confident words"
 	case s.Kind == SoundVoice && b.longChecked && !s.Ended && stable >= 1:
 		return "barge-in: too long for a backchannel"
+	case s.Kind == SoundVoice && b.longChecked && !s.Ended && b.comebacks >= voiceComebacks:
+		// Someone who talks in phrases over the agent ("turn… off… the light…"): the
+		// decodes of speech cut by pauses drift, and need not agree on any word.
+		return "barge-in: the voice keeps coming back"
 	}
 	return ""
 }
