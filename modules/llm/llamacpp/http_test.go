@@ -95,6 +95,26 @@ func TestLlamaEngineTokensMatchLlamaServer(t *testing.T) {
 	}
 }
 
+// prefillHead and prefillEnds are the demo's prompt before the user's words and the
+// ends its estimate sums.
+const prefillHead = "A friendly storyteller talks with a child.\nChild:"
+
+var prefillEnds = []string{"\nStoryteller:", ".", "?", "!"}
+
+// prefillBoth prefills the user's words with the server and with the in-process engine.
+func prefillBoth(t *testing.T, server, local llm.Prefiller, words string) (got, want llm.PrefillResult) {
+	t.Helper()
+	ctx, prompt := context.Background(), prefillHead+" "+words
+	got, err := server.Prefill(ctx, prompt, prefillEnds)
+	if err != nil {
+		t.Fatalf("server prefill %q: %v", words, err)
+	}
+	if want, err = local.Prefill(ctx, prompt, prefillEnds); err != nil {
+		t.Fatal(err)
+	}
+	return got, want
+}
+
 // TestHTTPPrefillMatchesInProcess: llama-server's token probabilities give the same
 // estimate that the user's turn is complete as the in-process engine's logits, and the
 // server keeps the prefilled prompt in its cache for the next, longer one.
@@ -102,20 +122,9 @@ func TestHTTPPrefillMatchesInProcess(t *testing.T) {
 	srv := llmtest.StartLlamaServer(t, 0)
 	e := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: srv.URL})
 	local := newEngine(t, loadStories(t), llamacpp.Config{})
-	ctx := context.Background()
-	ends := []string{"\nStoryteller:", ".", "?", "!"}
-	const head = "A friendly storyteller talks with a child.\nChild:"
 	var last llm.PrefillResult
 	for _, words := range []string{"what", "what time", "what time is it", "turn on the", "turn on the living room lamp"} {
-		prompt := head + " " + words
-		got, err := e.Prefill(ctx, prompt, ends)
-		if err != nil {
-			t.Fatalf("server prefill %q: %v", words, err)
-		}
-		want, err := local.Prefill(ctx, prompt, ends)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, want := prefillBoth(t, e, local, words)
 		t.Logf("%-30q server p=%.4f–%.4f (%d of %d tokens cached), in-process p=%.4f", words, got.Next, got.NextMax, got.Cached, got.Tokens, want.Next)
 		// The server lists the twenty likeliest tokens: what it does not list lies
 		// between Next and NextMax.
@@ -134,7 +143,7 @@ func TestHTTPPrefillMatchesInProcess(t *testing.T) {
 		last = got
 	}
 	// Without ends the prompt is only evaluated (the closing, for the reply to come).
-	got, err := e.Prefill(ctx, head+" what time is it\nStoryteller:", nil)
+	got, err := e.Prefill(context.Background(), prefillHead+" what time is it\nStoryteller:", nil)
 	if err != nil || got.Next != -1 || got.Cached == 0 {
 		t.Errorf("closing prefill: %+v, %v; want Next -1 and the words cached", got, err)
 	}
@@ -174,19 +183,8 @@ func TestHTTPPrefillWithFiveProbabilities(t *testing.T) {
 	t.Cleanup(proxy.Close)
 	e := llmtest.NewHTTPEngine(t, llm.HTTPConfig{URL: proxy.URL})
 	local := newEngine(t, loadStories(t), llamacpp.Config{})
-	ctx := context.Background()
-	ends := []string{"\nStoryteller:", ".", "?", "!"}
-	const head = "A friendly storyteller talks with a child.\nChild:"
 	for _, words := range []string{"what time is it", "turn on the", "turn on the living room lamp"} {
-		prompt := head + " " + words
-		got, err := e.Prefill(ctx, prompt, ends)
-		if err != nil {
-			t.Fatalf("server prefill %q: %v", words, err)
-		}
-		want, err := local.Prefill(ctx, prompt, ends)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, want := prefillBoth(t, e, local, words)
 		t.Logf("%-30q server p=%.4f–%.4f from five tokens, in-process p=%.4f", words, got.Next, got.NextMax, want.Next)
 		if got.Next < 0 || got.Next > want.Next+1e-3 || got.NextMax < want.Next-1e-3 {
 			t.Errorf("%q: the server's p=%.4f–%.4f, the in-process engine's %.4f", words, got.Next, got.NextMax, want.Next)
