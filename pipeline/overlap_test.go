@@ -611,7 +611,7 @@ func soundTimeline(path string, from, to time.Duration) string {
 // says less in its first 400 ms than the ones TestSoundsOverTheAgent times.
 func TestHesitantBargeIns(t *testing.T) {
 	if testing.Short() {
-		t.Skip("replays four scenarios")
+		t.Skip("replays thirteen scenarios")
 	}
 	cfg := demoConfig(t)
 	cfg.LLM.MaxTokens = 64
@@ -633,6 +633,28 @@ func TestHesitantBargeIns(t *testing.T) {
 				t.Logf("%s", describeOutcome(o))
 				if !o.stopped || !o.cutOK {
 					t.Errorf("%s\nwhat happened from the onset on:\n%s", describeOutcome(o), overlapTimeline(t, res, place))
+				}
+			})
+		}
+	}
+	// Repeated backchannels come back after pauses too; the rule must not take them
+	// for speech. (flite rms's "yeah, yeah, yeah" stops the agent by another rule: its
+	// decodes agree on confident words, "he left he had".)
+	for _, v := range []voices.Voice{voices.FliteRMS, voices.FestivalKAL, voices.FliteSLT} {
+		for _, text := range []string{"yeah, yeah, yeah", "mm-hmm, mm-hmm", "okay, okay, right"} {
+			t.Run(strings.ReplaceAll(v.String()+" "+text, " ", "_"), func(t *testing.T) {
+				path := cache.Say(t, v, text)
+				samples := voices.Load(t, path)
+				on, off := voices.Bounds(samples)
+				s := overlapSound{voice: v.String(), text: text, path: path,
+					onset:  audio.SamplesToDuration(int64(on), voices.Rate),
+					length: audio.SamplesToDuration(int64(off-on), voices.Rate)}
+				res, rec := replayOverlap(t, cfg, writeScenario(t, 6, question, 0.5, path, (place-s.onset).Seconds()))
+				o := measureOverlap(t, s, place, res, rec, ownReference(t, rec, agentAudio(t, res)))
+				t.Logf("%v long: %s", s.length, describeOutcome(o))
+				if strings.Contains(o.reason, "keeps coming back") {
+					t.Errorf("a repeated backchannel taken for a barge-in in phrases: %s\nwhat happened from the onset on:\n%s",
+						describeOutcome(o), overlapTimeline(t, res, place))
 				}
 			})
 		}

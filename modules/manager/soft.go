@@ -153,8 +153,9 @@ func (t *Turns) weighSound(now time.Time, acts []Action) []Action {
 }
 
 // voiceComebacks is how often a voice over the agent must go on again after a pause,
-// past MaxBackchannel, to interrupt whatever its decodes say: a backchannel comes back
-// at most once ("uh… huh", "yeah, yeah").
+// past MaxBackchannel, to interrupt however little its decodes agree: a single
+// backchannel comes back at most once ("uh… huh"), and repeated ones ("yeah, yeah,
+// yeah") are told by their words.
 const voiceComebacks = 2
 
 // interruption returns why the sound is a real interruption, or "".
@@ -181,9 +182,13 @@ func (t *Turns) interruption(now time.Time) string {
 		return "barge-in: confident words"
 	case s.Kind == SoundVoice && b.longChecked && !s.Ended && stable >= 1:
 		return "barge-in: too long for a backchannel"
-	case s.Kind == SoundVoice && b.longChecked && !s.Ended && b.comebacks >= voiceComebacks:
+	case s.Kind == SoundVoice && b.longChecked && !s.Ended && b.comebacks >= voiceComebacks &&
+		t.wordsBesideBackchannels(s.Words) > b.comebacks:
 		// Someone who talks in phrases over the agent ("turn… off… the light…"): the
-		// decodes of speech cut by pauses drift, and need not agree on any word.
+		// decodes of speech cut by pauses drift, and need not agree on any word. A
+		// listener who repeats a backchannel ("okay, okay, right") comes back too, and
+		// its decodes hold its words, with a guess or two at the phrase being heard: a
+		// word beside the backchannels for each phrase tells speech.
 		return "barge-in: the voice keeps coming back"
 	}
 	return ""
@@ -325,6 +330,18 @@ func (t *Turns) backchannelHeard(s *OverlapSound, prev []ScoredWord) bool {
 
 // lexical reports whether a recognised word can be a real word: recognisers render hums
 // as strings of letters ("m m h m m").
+// wordsBesideBackchannels counts the words of a decode that are neither part of a
+// backchannel nor single letters, however confident.
+func (t *Turns) wordsBesideBackchannels(words []ScoredWord) int {
+	n := 0
+	for _, w := range words {
+		if nw := normalizeWord(w.Text); !t.backWords[nw] && lexical(nw) {
+			n++
+		}
+	}
+	return n
+}
+
 func lexical(w string) bool { return len([]rune(w)) > 1 || w == "a" || w == "i" }
 
 func sameScored(a, b []ScoredWord) bool {
