@@ -59,10 +59,7 @@ type overlapSound struct {
 func overlapSounds(t *testing.T, cache *voices.Cache) []overlapSound {
 	var out []overlapSound
 	add := func(voice, text string, bargeIn bool, path string) {
-		s := voices.Load(t, path)
-		on, off := voices.Bounds(s)
-		out = append(out, overlapSound{voice: voice, text: text, bargeIn: bargeIn, path: path,
-			onset: audio.SamplesToDuration(int64(on), voices.Rate), length: audio.SamplesToDuration(int64(off-on), voices.Rate)})
+		out = append(out, newOverlapSound(t, voice, text, bargeIn, path))
 	}
 	for _, v := range overlapVoices {
 		for _, text := range backchannelTexts {
@@ -93,6 +90,15 @@ func overlapSounds(t *testing.T, cache *voices.Cache) []overlapSound {
 		}
 	}
 	return out
+}
+
+// newOverlapSound describes the recording at path: where its sound begins and how long
+// it lasts.
+func newOverlapSound(t *testing.T, voice, text string, bargeIn bool, path string) overlapSound {
+	t.Helper()
+	on, off := voices.Bounds(voices.Load(t, path))
+	return overlapSound{voice: voice, text: text, bargeIn: bargeIn, path: path,
+		onset: audio.SamplesToDuration(int64(on), voices.Rate), length: audio.SamplesToDuration(int64(off-on), voices.Rate)}
 }
 
 // outcome is what one scenario did, measured.
@@ -619,17 +625,16 @@ func TestHesitantBargeIns(t *testing.T) {
 	cache := voices.NewCache(t)
 	question := filepath.Join(testenv.SharedDir(t), "audio", "v2j_what_time_is_it.wav")
 	const place = 3500 * time.Millisecond // 1 s into the answer (TestSoundsOverTheAgent finds it at 2.55 s)
+	// over says text in voice v over the answer and measures what the agent did.
+	over := func(t *testing.T, v voices.Voice, text string, bargeIn bool) (overlapOutcome, *ReplayResult) {
+		s := newOverlapSound(t, v.String(), text, bargeIn, cache.Say(t, v, text))
+		res, rec := replayOverlap(t, cfg, writeScenario(t, 6, question, 0.5, s.path, (place-s.onset).Seconds()))
+		return measureOverlap(t, s, place, res, rec, ownReference(t, rec, agentAudio(t, res))), res
+	}
 	for _, v := range []voices.Voice{voices.FliteRMS, voices.FestivalKAL} {
 		for _, text := range []string{"go, forward, ten, meters", "turn... off... the light... please"} {
 			t.Run(strings.ReplaceAll(v.String()+" "+text, " ", "_"), func(t *testing.T) {
-				path := cache.Say(t, v, text)
-				samples := voices.Load(t, path)
-				on, off := voices.Bounds(samples)
-				s := overlapSound{voice: v.String(), text: text, bargeIn: true, path: path,
-					onset:  audio.SamplesToDuration(int64(on), voices.Rate),
-					length: audio.SamplesToDuration(int64(off-on), voices.Rate)}
-				res, rec := replayOverlap(t, cfg, writeScenario(t, 6, question, 0.5, path, (place-s.onset).Seconds()))
-				o := measureOverlap(t, s, place, res, rec, ownReference(t, rec, agentAudio(t, res)))
+				o, res := over(t, v, text, true)
 				t.Logf("%s", describeOutcome(o))
 				if !o.stopped || !o.cutOK {
 					t.Errorf("%s\nwhat happened from the onset on:\n%s", describeOutcome(o), overlapTimeline(t, res, place))
@@ -643,15 +648,8 @@ func TestHesitantBargeIns(t *testing.T) {
 	for _, v := range []voices.Voice{voices.FliteRMS, voices.FestivalKAL, voices.FliteSLT} {
 		for _, text := range []string{"yeah, yeah, yeah", "mm-hmm, mm-hmm", "okay, okay, right"} {
 			t.Run(strings.ReplaceAll(v.String()+" "+text, " ", "_"), func(t *testing.T) {
-				path := cache.Say(t, v, text)
-				samples := voices.Load(t, path)
-				on, off := voices.Bounds(samples)
-				s := overlapSound{voice: v.String(), text: text, path: path,
-					onset:  audio.SamplesToDuration(int64(on), voices.Rate),
-					length: audio.SamplesToDuration(int64(off-on), voices.Rate)}
-				res, rec := replayOverlap(t, cfg, writeScenario(t, 6, question, 0.5, path, (place-s.onset).Seconds()))
-				o := measureOverlap(t, s, place, res, rec, ownReference(t, rec, agentAudio(t, res)))
-				t.Logf("%v long: %s", s.length, describeOutcome(o))
+				o, res := over(t, v, text, false)
+				t.Logf("%v long: %s", o.s.length, describeOutcome(o))
 				if strings.Contains(o.reason, "keeps coming back") {
 					t.Errorf("a repeated backchannel taken for a barge-in in phrases: %s\nwhat happened from the onset on:\n%s",
 						describeOutcome(o), overlapTimeline(t, res, place))

@@ -328,8 +328,6 @@ func (t *Turns) backchannelHeard(s *OverlapSound, prev []ScoredWord) bool {
 	return s.Kind == SoundVoice || s.Kind == SoundHum
 }
 
-// lexical reports whether a recognised word can be a real word: recognisers render hums
-// as strings of letters ("m m h m m").
 // wordsBesideBackchannels counts the words of a decode that are neither part of a
 // backchannel nor single letters, however confident.
 func (t *Turns) wordsBesideBackchannels(words []ScoredWord) int {
@@ -342,6 +340,8 @@ func (t *Turns) wordsBesideBackchannels(words []ScoredWord) int {
 	return n
 }
 
+// lexical reports whether a recognised word can be a real word: recognisers render hums
+// as strings of letters ("m m h m m").
 func lexical(w string) bool { return len([]rune(w)) > 1 || w == "a" || w == "i" }
 
 func sameScored(a, b []ScoredWord) bool {
