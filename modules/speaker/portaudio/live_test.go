@@ -53,14 +53,24 @@ func room(t testing.TB) (*pulsetest.Server, pulsetest.Sink) {
 	return srv, sink
 }
 
-// script sends IUs at times after the network starts, then ends its output.
+// script sends IUs at times after the network starts (or, when opened is not nil,
+// after it is closed: a loaded machine may take most of a second to open the speaker's
+// stream, and a step timed against the stream must not pass before it), then ends its
+// output.
 type scriptStep struct {
 	at  time.Duration
 	pay iu.Payload
 }
 
-func script(steps []scriptStep, end time.Duration) iu.Module {
+func script(steps []scriptStep, end time.Duration, opened <-chan struct{}) iu.Module {
 	return iu.ModuleFunc{ModuleName: "tts", Fn: func(ctx context.Context, p *iu.Ports) error {
+		if opened != nil {
+			select {
+			case <-opened:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		start := p.Now()
 		wait := func(at time.Duration) error {
 			for p.Now().Before(start.Add(at)) {
@@ -160,7 +170,7 @@ func TestDeviceSpeakerPlaysIntoSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := &reports{}
-	if err := runNet(t, rep, script(steps, 0), sp); err != nil {
+	if err := runNet(t, rep, script(steps, 0, nil), sp); err != nil {
 		t.Fatal(err)
 	}
 	if err := rec.Stop(); err != nil {
@@ -304,7 +314,7 @@ func TestProgressMatchesRecording(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := &reports{}
-	if err := runNet(t, rep, script(steps, 0), sp); err != nil {
+	if err := runNet(t, rep, script(steps, 0, nil), sp); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond) // let the capture see the end
@@ -363,12 +373,14 @@ func TestDeviceSpeakerInterrupt(t *testing.T) {
 	steps = append(steps,
 		scriptStep{at: 900 * time.Millisecond, pay: control.Command{Action: control.Interrupt, TurnID: 1}},
 		scriptStep{at: 1000 * time.Millisecond, pay: chunk{f: burst(16000, 40*time.Millisecond, 40*time.Millisecond, 0.5), turn: 1, name: "late"}})
-	sp, err := portaudio.New("speaker", portaudio.Config{Device: "pulse", Latency: 40 * time.Millisecond})
+	opened := make(chan struct{})
+	sp, err := portaudio.New("speaker", portaudio.Config{Device: "pulse", Latency: 40 * time.Millisecond,
+		OnOpen: func() { close(opened) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep := &reports{}
-	if err := runNet(t, rep, script(steps, 1500*time.Millisecond), sp); err != nil {
+	if err := runNet(t, rep, script(steps, 1500*time.Millisecond, opened), sp); err != nil {
 		t.Fatal(err)
 	}
 	rec := cap.stop(t)
@@ -393,11 +405,12 @@ func TestDeviceSpeakerInterrupt(t *testing.T) {
 			end = i + win
 		}
 	}
+	heard := audio.SamplesToDuration(int64(stop.Item.(chunk).f.Start)+int64(stop.Offset), 16000)
 	onsets := pulsetest.Onsets(rec, 0.1, cap.rate/10)
 	if len(onsets) != 1 {
-		t.Fatalf("%d onsets in the recording, want 1 (the late chunk must not play)", len(onsets))
+		t.Fatalf("%d onsets in the recording of %v, want 1 (the late chunk must not play); stopped report: %s, %v of the tone heard",
+			len(onsets), audio.SamplesToDuration(int64(len(rec)), cap.rate), stop.Summary(), heard)
 	}
-	heard := audio.SamplesToDuration(int64(stop.Item.(chunk).f.Start)+int64(stop.Offset), 16000)
 	recorded := cap.timeOf(int64(end))
 	playedRec := time.Duration(toneWindows) * time.Millisecond
 	t.Logf("stopped report: %s; heard %v of the tone; the recording holds %v of it", stop.Summary(), heard, playedRec)
@@ -425,7 +438,7 @@ func TestDeviceSpeakerLost(t *testing.T) {
 		time.Sleep(700 * time.Millisecond)
 		srv.Kill()
 	}()
-	err = runNet(t, rep, script(steps, 5*time.Second), sp)
+	err = runNet(t, rep, script(steps, 5*time.Second, nil), sp)
 	if !errors.Is(err, device.ErrStreamFailed) {
 		t.Fatalf("network error %v, want device.ErrStreamFailed", err)
 	}
