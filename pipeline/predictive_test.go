@@ -17,13 +17,14 @@ import (
 // scenarioTurns is the project's scenario set with the user turns each one holds: what
 // a listener would count, with a pause inside a sentence not ending it.
 var scenarioTurns = map[string]int{
-	"demo.yaml":               3,
-	"bench.yaml":              4,
-	"pause-mid-sentence.yaml": 1,
-	"list-pause.yaml":         1,
-	"trailing-and.yaml":       1,
-	"hesitation.yaml":         1,
-	"two-questions.yaml":      2,
+	"demo.yaml":                3,
+	"bench.yaml":               4,
+	"pause-mid-sentence.yaml":  1,
+	"list-pause.yaml":          1,
+	"trailing-and.yaml":        1,
+	"hesitation.yaml":          1,
+	"two-questions.yaml":       2,
+	"pause-after-can-you.yaml": 1,
 }
 
 func userTurns(h *dialogue.History) []string {

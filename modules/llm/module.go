@@ -675,12 +675,9 @@ func (r *runner) maybePrefill(ctx context.Context) {
 	p.Go(func() {
 		defer cancel()
 		prefix, closing, _, err := drafts.DraftPrompt(pctx, draftTurn, text)
-		// The end of the user's turn, or of a sentence (recognisers write no punctuation,
-		// and a chat model would write it before ending the turn), says the words are
-		// complete.
 		var res PrefillResult
 		if err == nil {
-			res, err = eng.Prefill(pctx, prefix, []string{closing, ".", "?", "!"})
+			res, err = eng.Prefill(pctx, prefix, TurnEnds(closing))
 		}
 		p.Post(ctx, prefillDone{utterance: utt, text: text, res: res, err: err})
 		if err != nil {

@@ -32,6 +32,14 @@ type PrefillResult struct {
 	Duration time.Duration
 }
 
+// TurnEnds is what the estimate that the user's words are complete sums the
+// probability of, after the words: the prompt format's closing of the user's turn, or
+// sentence punctuation (recognisers write none, and a chat model would write it before
+// ending the turn).
+func TurnEnds(closing string) []string {
+	return []string{closing, ".", "?", "!"}
+}
+
 // TurnCompletion is the payload of the LLM module's estimate that the user's turn is
 // complete (kind "turn-completion"): after the recogniser's words Text, the model gives
 // probability P to what ends it: the prompt format's end of the user's turn, or sentence

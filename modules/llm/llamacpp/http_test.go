@@ -99,7 +99,7 @@ func TestLlamaEngineTokensMatchLlamaServer(t *testing.T) {
 // ends its estimate sums.
 const prefillHead = "A friendly storyteller talks with a child.\nChild:"
 
-var prefillEnds = []string{"\nStoryteller:", ".", "?", "!"}
+var prefillEnds = llm.TurnEnds("\nStoryteller:")
 
 // prefillBoth prefills the user's words with the server and with the in-process engine.
 func prefillBoth(t *testing.T, server, local llm.Prefiller, words string) (got, want llm.PrefillResult) {

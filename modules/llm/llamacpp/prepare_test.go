@@ -19,12 +19,18 @@ import (
 // storyStore is a dialogue history in the plain format over stories260K's tokenizer.
 func storyStore(t *testing.T, tok dlg.Tokenizer) *dlg.Store {
 	t.Helper()
+	return plainStore(t, tok, "A storyteller talks with a child.", "Child", "Storyteller")
+}
+
+// plainStore is a dialogue history in the plain format with the given system prompt and roles.
+func plainStore(t *testing.T, tok dlg.Tokenizer, system, userRole, agentRole string) *dlg.Store {
+	t.Helper()
 	f, err := dlg.LoadFormat("plain")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f = f.WithRoles("Child", "Storyteller")
-	s, err := dlg.NewStore(context.Background(), dlg.NewHistory(f, "A storyteller talks with a child."), nil,
+	f = f.WithRoles(userRole, agentRole)
+	s, err := dlg.NewStore(context.Background(), dlg.NewHistory(f, system), nil,
 		dlg.StoreConfig{Tokenizer: tok, ContextSize: 512, ReplyReserve: 64})
 	if err != nil {
 		t.Fatal(err)
@@ -243,16 +249,9 @@ func TestCompletionEstimates(t *testing.T) {
 	e := newEngine(t, m, llamacpp.Config{})
 	store := storyStore(t, m)
 	estimate := func(text string) float64 {
-		prefix, closing, _, err := store.DraftPrompt(context.Background(), 1<<30, text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := e.Prefill(context.Background(), prefix, []string{closing, ".", "?", "!"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%-32q %.5f", text, res.Next)
-		return res.Next
+		p := completion(t, e, store, text)
+		t.Logf("%-32q %.5f", text, p)
+		return p
 	}
 	for _, pair := range [][2]string{
 		{"what time is it", "what time is"},
@@ -265,6 +264,22 @@ func TestCompletionEstimates(t *testing.T) {
 		}
 	}
 	estimate("go forward ten meters")
+}
+
+// completion is the estimate the LLM module gives the end-of-turn policy after the
+// user's words text: the probability that the end of the user's turn or sentence
+// punctuation comes next.
+func completion(t *testing.T, e *llamacpp.Engine, store *dlg.Store, text string) float64 {
+	t.Helper()
+	prefix, closing, _, err := store.DraftPrompt(context.Background(), 1<<30, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Prefill(context.Background(), prefix, llm.TurnEnds(closing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Next
 }
 
 // TestPreparedTurnFollowsAHistoryChange: when the history changes between the
