@@ -82,10 +82,12 @@ func recordingSpans(t *testing.T, sc *source.Scenario) []span {
 }
 
 // selfInterruptions lists the pauses and interrupts the agent's own voice caused: those
-// whose speech candidate began while no recording of the user was playing (give or
-// take the VAD's padding and the room's reverberation).
+// whose speech candidate began while no recording of the user was playing. A candidate
+// may begin before the recording by the VAD's padding, and after its last sound by a
+// window or two; not later: the predictive pipeline answers 250 ms after the user's
+// speech, and its echo's candidate begins inside a wider margin.
 func selfInterruptions(events []turnEvent, spans []span) []string {
-	const margin = 400 * time.Millisecond
+	const before, after = 400 * time.Millisecond, 100 * time.Millisecond
 	var out []string
 	var last *vad.Candidate
 	for _, ev := range events {
@@ -95,7 +97,7 @@ func selfInterruptions(events []turnEvent, spans []span) []string {
 		}
 		user := false
 		for _, s := range spans {
-			user = user || last != nil && last.Start >= s.from-margin && last.Start <= s.to+margin
+			user = user || last != nil && last.Start >= s.from-before && last.Start <= s.to+after
 		}
 		if !user {
 			what := "no speech candidate"
