@@ -413,9 +413,10 @@ func TestReplayReengagesAfterSilence(t *testing.T) {
 // Only the tokens generated in vain are not pinned: how many a withdrawn preparation
 // generated before its withdrawal reached the LLM is a race between the LLM's and the
 // recogniser's workers when the words change at the instant of the user's pause, even
-// on a virtual clock. For the same reason the transcript's times may differ by 10 ms:
-// whether that preparation's first clause was synthesised changes libespeak-ng's state,
-// and so the length of later speech by a few samples (TestRepeatedSynthesis).
+// on a virtual clock. For the same reason the transcript's times may differ by 20 ms:
+// whether that preparation's first clause was synthesised, and where a synthesis was
+// stopped, changes libespeak-ng's state, and so the length of later speech by up to
+// 11 ms (TestRepeatedSynthesis).
 func TestReplayDemo(t *testing.T) {
 	cfg := demoConfig(t)
 	scenario := filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "demo.yaml")
@@ -433,7 +434,7 @@ func TestReplayDemo(t *testing.T) {
 		if name == "metrics.json" {
 			got, want = withoutWastedTokens(t, got), withoutWastedTokens(t, want)
 		}
-		if name == "transcript.txt" && sameTranscript(string(got), string(want), 10*time.Millisecond) {
+		if name == "transcript.txt" && sameTranscript(string(got), string(want), 20*time.Millisecond) {
 			continue
 		}
 		if string(got) != string(want) {

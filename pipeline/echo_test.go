@@ -29,7 +29,7 @@ import (
 
 // laptop is the simulated laptop: 30 ms from the speaker to the microphone,
 // −6 dB, a room with RT60 300 ms.
-var laptop = room.Config{Delay: 30 * time.Millisecond, GainDB: -6, RT60: 300 * time.Millisecond, Seed: 1}
+var laptop = room.Laptop()
 
 // turnEvents keeps, in the order they were sent, the VAD's speech candidates and the
 // manager's ducks, pauses and interrupts, to tell what made the agent yield.

@@ -100,6 +100,13 @@ type Config struct {
 	Rate int
 }
 
+// Laptop is a loud laptop's echo path: its speakers reach its microphone 30 ms after
+// playing, 6 dB down, through a room with a reverberation time of 300 ms. The tests and
+// `agent bench --laptop` simulate it.
+func Laptop() Config {
+	return Config{Delay: 30 * time.Millisecond, GainDB: -6, RT60: 300 * time.Millisecond, Seed: 1}
+}
+
 // ErrConfig is wrapped by every error Validate returns.
 var ErrConfig = errors.New("room: invalid echo path")
 

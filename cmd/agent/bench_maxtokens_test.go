@@ -11,6 +11,16 @@ import (
 	"github.com/parley-voice/parley/internal/testenv"
 )
 
+// oneQuestion writes, into dir, a scenario of one recorded question and 3 s for the answer.
+func oneQuestion(t *testing.T, dir, question string) string {
+	t.Helper()
+	scenario := filepath.Join(dir, "one.yaml")
+	if err := os.WriteFile(scenario, []byte("tail: 3\nrecordings:\n  - file: "+question+"\n    at: 0.3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return scenario
+}
+
 // TestBenchHonoursConfigMaxTokens: 'agent bench' replies as long as the config's
 // llm.max_tokens allows, unless --max-tokens says otherwise.
 func TestBenchHonoursConfigMaxTokens(t *testing.T) {
@@ -26,10 +36,7 @@ func TestBenchHonoursConfigMaxTokens(t *testing.T) {
 	if err := os.WriteFile(config, []byte(strings.Replace(string(demo), "max_tokens: 24", "max_tokens: 8", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	scenario := filepath.Join(tmp, "one.yaml")
-	if err := os.WriteFile(scenario, []byte("tail: 3\nrecordings:\n  - file: "+question+"\n    at: 0.3\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	scenario := oneQuestion(t, tmp, question)
 	env := userEnv(t, t.TempDir())
 	reply := func(args ...string) string {
 		t.Helper()

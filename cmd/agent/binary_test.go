@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -135,9 +136,15 @@ func (p *agentProcess) wait(t *testing.T, limit time.Duration) int {
 	select {
 	case <-p.done:
 	case <-time.After(limit):
-		p.cmd.Process.Kill()
-		<-p.done
-		t.Fatalf("agent %s still running after %v: it hung; stderr:\n%s",
+		// SIGQUIT makes the Go runtime print every goroutine's stack: where it hung.
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		t.Fatalf("agent %s still running after %v: it hung; stderr (with the goroutines' stacks):\n%s",
 			strings.Join(p.cmd.Args[1:], " "), limit, p.stderrText())
 	}
 	return p.cmd.ProcessState.ExitCode()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-voice/parley/audio/room"
 	"github.com/parley-voice/parley/internal/shapemodels"
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/pipeline"
@@ -39,6 +40,9 @@ type benchReport struct {
 	// Realistic says the LLM was a shape-true model (Shape; random weights, real cost).
 	Realistic bool   `json:"realistic"`
 	Shape     string `json:"shape,omitempty"`
+	// Laptop says the replays simulated a laptop's echo path (room.Laptop) over the
+	// scenario's own.
+	Laptop bool `json:"laptop,omitempty"`
 	// Machine is where it ran and how the engines shared it.
 	Machine benchMachine `json:"machine"`
 	// Models are the files and engines each role used.
@@ -57,7 +61,7 @@ type benchReport struct {
 	// run (milliseconds; one Silero window is 32 ms).
 	VADMaxLagMS map[string]float64 `json:"vad_max_lag_ms"`
 	// EchoCancellation is the canceller's CPU time per second of audio, per pipeline
-	// (only when the scenario simulates a laptop).
+	// (only when the replays simulate a laptop: the scenario's echo block or --laptop).
 	EchoCancellation map[string]float64 `json:"echo_cancellation_cpu_per_s,omitempty"`
 	// Live holds, with --live, the same runs through a real PulseAudio server.
 	Live *benchLive `json:"live,omitempty"`
@@ -94,6 +98,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	only := fs.String("pipeline", "all", "predictive, incremental, turn-based or all")
 	realistic := fs.Bool("realistic", false, "use an LLM of a real default's shape with random weights (built into the cache by scripts/shape-models) and "+realisticConfig)
 	live := fs.Bool("live", false, "run the scenario also live through a private PulseAudio server (a virtual microphone and speakers) and compare with the replays")
+	laptop := fs.Bool("laptop", false, "replay on a simulated laptop whose speakers reach its microphone (30 ms, −6 dB, RT60 300 ms), the echo cancelled as audio.echo_cancel says (auto: on); the report gives the canceller's CPU time")
 	shape := fs.String("shape", shapemodels.Qwen25_05B, "the shape --realistic uses ("+shapemodels.Qwen25_05B+", "+shapemodels.Qwen25_05BVocab32k+", "+shapemodels.TinyLlama11B+")")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
@@ -110,6 +115,14 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	}
 	if *only != "all" && !slices.Contains(pipeline.Pipelines, *only) {
 		return usageErrorf("--pipeline %q: want predictive, incremental, turn-based or all", *only)
+	}
+	if *laptop && *live {
+		return usageErrorf("--laptop simulates the echo in the replays; the live runs have no echo path")
+	}
+	var echo *room.Config
+	if *laptop {
+		path := room.Laptop()
+		echo = &path
 	}
 	if flagSet(fs, "shape") && !*realistic {
 		return usageErrorf("--shape needs --realistic")
@@ -144,7 +157,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	report := benchReport{Scenario: scenario, Config: from, Runs: *runs, Date: time.Now().UTC(), Realistic: *realistic,
+	report := benchReport{Scenario: scenario, Config: from, Runs: *runs, Date: time.Now().UTC(), Realistic: *realistic, Laptop: *laptop,
 		Machine: benchMachine{Cores: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0), Threads: cfg.Threads()},
 		Models:  benchModels(cfg),
 		Modes:   map[string]map[string]metrics.Stats{}, Turns: map[string][]metrics.Turn{}, CPU: map[string]metrics.CPU{},
@@ -162,6 +175,9 @@ func runBench(ctx context.Context, a *app, args []string) error {
 			MicDropped: map[string]int64{}, SpeakerUnderruns: map[string]int64{}, VADMaxLagMS: map[string]float64{}, Devices: map[string]liveDevices{}, Costs: map[string][]liveCost{}}
 	}
 	fmt.Fprintf(a.stdout, "bench: %s, %d real-time replay(s) per pipeline, config %s; threads: %s\n", scenario, *runs, from, report.Machine.Threads)
+	if echo != nil {
+		fmt.Fprintf(a.stdout, "bench: on a simulated laptop (echo %v after the speaker, %g dB, RT60 %v)\n", echo.Delay, echo.GainDB, echo.RT60)
+	}
 	for _, mode := range pipeline.Pipelines {
 		if *only != "all" && *only != mode {
 			continue
@@ -171,7 +187,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		var cpu metrics.CPU
 		for i := 0; i < *runs; i++ {
 			runDir := filepath.Join(dir, fmt.Sprintf("%s-%d", mode, i+1))
-			res, err := pipeline.Replay(ctx, mcfg, eng, pipeline.ReplayOptions{Input: scenario, OutDir: runDir, RealClock: true, Logger: a.log, MeasureCPU: true})
+			res, err := pipeline.Replay(ctx, mcfg, eng, pipeline.ReplayOptions{Input: scenario, OutDir: runDir, RealClock: true, Logger: a.log, MeasureCPU: true, Echo: echo})
 			if err != nil {
 				return fmt.Errorf("%s run %d: %w", mode, i+1, err)
 			}

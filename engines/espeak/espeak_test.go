@@ -338,7 +338,9 @@ func TestWordSpanConversion(t *testing.T) {
 // utterance to the next that neither a new voice nor a new Synth resets, so the same
 // text comes out a little different after other speech (why replays in one process are
 // not sample-exact, docs/MEASUREMENTS.md). What replays rely on holds: the same words, and
-// a length within a few milliseconds.
+// a length within 20 ms. Within a few milliseconds as a rule; but a synthesis stopped
+// part-way (TestStreamStops here, a barge-in in the agent) leaves the generator where it
+// stopped, and the same text has then come out 11 ms shorter (CI, under -race).
 func TestRepeatedSynthesis(t *testing.T) {
 	s := newSynth(t, Options{})
 	const text = "Anna, you can go to the story and see what you have."
@@ -356,8 +358,8 @@ func TestRepeatedSynthesis(t *testing.T) {
 	for i, r := range runs[1:] {
 		identical := slices.Equal(first.Samples, r.Samples)
 		t.Logf("synthesis %d of the same text: sample-identical %v, %d samples (first: %d)", i+2, identical, len(r.Samples), len(first.Samples))
-		if d := len(r.Samples) - len(first.Samples); d > first.SampleRate/200 || -d > first.SampleRate/200 {
-			t.Errorf("synthesis %d is %d samples longer than the first, want within 5 ms", i+2, d)
+		if d := len(r.Samples) - len(first.Samples); d > first.SampleRate/50 || -d > first.SampleRate/50 {
+			t.Errorf("synthesis %d is %d samples longer than the first, want within 20 ms", i+2, d)
 		}
 		if len(r.Words) != len(first.Words) {
 			t.Errorf("synthesis %d has %d words, the first %d", i+2, len(r.Words), len(first.Words))
