@@ -23,6 +23,7 @@ import (
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/tts"
@@ -69,10 +70,13 @@ type record struct {
 	commands []control.Command
 	words    []string
 	turnEnds []vad.EndOfTurn
+	// completions holds the LLM's latest estimate that the user's words are complete,
+	// by the words.
+	completions map[string]llm.TurnCompletion
 }
 
 func newRecord() *record {
-	return &record{chunks: map[iu.ID]tts.Chunk{}, revoked: map[iu.ID]bool{}}
+	return &record{chunks: map[iu.ID]tts.Chunk{}, revoked: map[iu.ID]bool{}, completions: map[string]llm.TurnCompletion{}}
 }
 
 func (r *record) Observe(_ time.Time, m iu.Message) {
@@ -98,6 +102,8 @@ func (r *record) Observe(_ time.Time, m iu.Message) {
 			r.commands = append(r.commands, pl)
 		case vad.EndOfTurn:
 			r.turnEnds = append(r.turnEnds, pl)
+		case llm.TurnCompletion:
+			r.completions[pl.Text] = pl
 		}
 	}
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/internal/testenv"
+	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/llm/llmtest"
+	"github.com/parley-voice/parley/modules/turnend"
 )
 
 // TestLoadEnginesLearnsServerContext: with the http engine the prompt is fitted to the
@@ -111,19 +113,27 @@ func TestLLMTimeoutFromConfig(t *testing.T) {
 // TestPredictiveWithLlamaServer: with the http engine and a real llama-server, the
 // predictive pipeline feeds the user's words to the server while they speak, and the
 // end of the turn is decided on the server's estimate that the turn is complete, as
-// with the in-process engine: the same user turns, the same decisions.
+// with the in-process engine: the same user turns, and the same decisions. The server
+// lists only its likeliest tokens, so its estimate is a range that holds the in-process
+// probability; where that range spans a threshold it decides nothing ("undecided"),
+// and only there may the two differ.
 func TestPredictiveWithLlamaServer(t *testing.T) {
 	srv := llmtest.StartLlamaServer(t, 0)
 	scenario := filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "demo.yaml")
 	decisions := map[string][]string{}
+	turns := map[string][]string{}
+	estimates := map[string]map[string]llm.TurnCompletion{}
+	var eot turnend.Config
 	for _, engine := range []string{"llama", "http"} {
 		cfg := demoConfig(t)
+		eot = cfg.EndOfTurn
 		if engine == "http" {
 			cfg.LLM.Engine, cfg.LLM.URL = "http", srv.URL
 		}
 		res, rec := runReplay(t, cfg, scenario)
-		if got, want := len(userTurns(res.History)), scenarioTurns["demo.yaml"]; got != want {
-			t.Errorf("%s: user turns %q, want %d", engine, userTurns(res.History), want)
+		turns[engine], estimates[engine] = userTurns(res.History), rec.completions
+		if got, want := len(turns[engine]), scenarioTurns["demo.yaml"]; got != want {
+			t.Fatalf("%s: user turns %q, want %d", engine, turns[engine], want)
 		}
 		for _, e := range rec.turnEnds {
 			if e.Reason == "" {
@@ -135,8 +145,28 @@ func TestPredictiveWithLlamaServer(t *testing.T) {
 		}
 		t.Logf("%s: the turns ended %q", engine, rec.turnEnds)
 	}
-	if !slices.Equal(decisions["http"], decisions["llama"]) {
-		t.Errorf("ends of turns with llama-server %q, in process %q", decisions["http"], decisions["llama"])
+	if !slices.Equal(turns["http"], turns["llama"]) || len(decisions["http"]) != len(turns["http"]) || len(decisions["llama"]) != len(turns["llama"]) {
+		t.Fatalf("user turns %q with llama-server, %q in process; ends of turns %q and %q", turns["http"], turns["llama"], decisions["http"], decisions["llama"])
+	}
+	spans := func(lo, hi, threshold float64) bool { return lo < threshold && hi >= threshold }
+	for i, text := range turns["http"] {
+		local, ok1 := estimates["llama"][text]
+		remote, ok2 := estimates["http"][text]
+		if !ok1 || !ok2 {
+			t.Errorf("%q: no estimate in process (%v) or from the server (%v)", text, ok1, ok2)
+			continue
+		}
+		// The two evaluate the same prompt with the same weights, up to float rounding.
+		const slack = 0.005
+		if local.P < remote.P-slack || local.P > remote.PMax+slack {
+			t.Errorf("%q: in process p=%.4f, outside the server's %.4f–%.4f", text, local.P, remote.P, remote.PMax)
+		}
+		got, want := decisions["http"][i], decisions["llama"][i]
+		t.Logf("%q: in process p=%.4f, %s; llama-server p=%.4f–%.4f, %s", text, local.P, want, remote.P, remote.PMax, got)
+		undecidable := spans(remote.P, remote.PMax, eot.CompleteAbove) || spans(remote.P, remote.PMax, eot.IncompleteBelow)
+		if got != want && !(got == "undecided" && undecidable) {
+			t.Errorf("%q: the turn ended %s with llama-server (p=%.4f–%.4f), %s in process (p=%.4f)", text, got, remote.P, remote.PMax, want, local.P)
+		}
 	}
 	if !slices.Contains(decisions["http"], "complete") {
 		t.Errorf("no turn ended on the server's estimate that it was complete: %q", decisions["http"])

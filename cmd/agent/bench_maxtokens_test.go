@@ -11,16 +11,6 @@ import (
 	"github.com/parley-voice/parley/internal/testenv"
 )
 
-// oneQuestion writes, into dir, a scenario of one recorded question and 3 s for the answer.
-func oneQuestion(t *testing.T, dir, question string) string {
-	t.Helper()
-	scenario := filepath.Join(dir, "one.yaml")
-	if err := os.WriteFile(scenario, []byte("tail: 3\nrecordings:\n  - file: "+question+"\n    at: 0.3\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return scenario
-}
-
 // TestBenchHonoursConfigMaxTokens: 'agent bench' replies as long as the config's
 // llm.max_tokens allows, unless --max-tokens says otherwise.
 func TestBenchHonoursConfigMaxTokens(t *testing.T) {

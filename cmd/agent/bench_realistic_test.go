@@ -24,10 +24,7 @@ func TestBenchRealistic(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	scenario := filepath.Join(tmp, "one.yaml")
-	if err := os.WriteFile(scenario, []byte("tail: 3\nrecordings:\n  - file: "+question+"\n    at: 0.3\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	scenario := oneQuestion(t, tmp, question)
 	out := filepath.Join(tmp, "bench")
 	env := userEnv(t, t.TempDir(), "PARLEY_SHAPE_MODELS_DIR="+filepath.Join(cache, "parley", "shape-models"))
 	code, stdout, stderr := runAgentBinary(t, env, 5*time.Minute, "bench", "--realistic", "--shape", shapemodels.Qwen25_05BVocab32k,

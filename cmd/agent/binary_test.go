@@ -183,3 +183,13 @@ func runAgentBinary(t *testing.T, env []string, limit time.Duration, args ...str
 	code := p.wait(t, limit)
 	return code, p.stdout.String(), p.stderrText()
 }
+
+// oneQuestion writes, into dir, a scenario of one recorded question and 3 s for the answer.
+func oneQuestion(t *testing.T, dir, question string) string {
+	t.Helper()
+	scenario := filepath.Join(dir, "one.yaml")
+	if err := os.WriteFile(scenario, []byte("tail: 3\nrecordings:\n  - file: "+question+"\n    at: 0.3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return scenario
+}
