@@ -27,10 +27,6 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// laptop is the simulated laptop: 30 ms from the speaker to the microphone,
-// −6 dB, a room with RT60 300 ms.
-var laptop = room.Laptop()
-
 // turnEvents keeps, in the order they were sent, the VAD's speech candidates and the
 // manager's ducks, pauses and interrupts, to tell what made the agent yield.
 type turnEvents struct {
@@ -123,7 +119,7 @@ func replayOnLaptop(t *testing.T, cfg Config, scenario, mode string) (*ReplayRes
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var console strings.Builder
-	echo := laptop
+	echo := room.Laptop()
 	res, err := Replay(ctx, cfg, eng, ReplayOptions{Input: scenario, OutDir: t.TempDir(), Console: &console, Observers: []iu.Observer{rec}, Echo: &echo})
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +278,7 @@ func BenchmarkReplayEcho(b *testing.B) {
 	var cost aec.Cost
 	for b.Loop() {
 		s := newStreams(NameInput, NameEcho, NameAEC)
-		echo := laptop
+		echo := room.Laptop()
 		res, err := Replay(context.Background(), cfg, eng, ReplayOptions{Input: scenario, OutDir: b.TempDir(), Observers: []iu.Observer{s}, Echo: &echo})
 		if err != nil {
 			b.Fatal(err)
@@ -326,7 +322,7 @@ func TestLogNamesCoverTheLaptop(t *testing.T) {
 	defer eng.Close()
 	core, logs := observer.New(zapcore.DebugLevel)
 	sent := &senders{names: map[string]bool{}}
-	echo := laptop
+	echo := room.Laptop()
 	if _, err := Replay(context.Background(), cfg, eng, ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true,
 		Logger: zap.New(core), Observers: []iu.Observer{sent}, Echo: &echo}); err != nil {
 		t.Fatal(err)
