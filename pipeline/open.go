@@ -109,16 +109,23 @@ func openTTS(name string, cfg tts.Config) (*tts.Module, func() error, error) {
 	return m, e.Close, nil
 }
 
-// openCanceller opens the echo canceller engine names: "webrtc" (WebRTC's AEC3, the
-// default) or "speex".
-func openCanceller(engine string) (*aec.Stream, error) {
+// openCanceller opens the echo canceller engine names, "webrtc" (WebRTC's AEC3, the
+// default) or "speex", with aec.TailGate around it.
+func openCanceller(engine string) (aec.Canceller, error) {
+	var s *aec.Stream
+	var err error
 	switch engine {
 	case "webrtc", "":
-		return webrtc.New(webrtcapm.Config{})
+		s, err = webrtc.New(webrtcapm.Config{})
 	case "speex":
-		return speex.New(speexdsp.Config{})
+		s, err = speex.New(speexdsp.Config{})
+	default:
+		return nil, fmt.Errorf("aec: unknown engine %q (want webrtc or speex)", engine)
 	}
-	return nil, fmt.Errorf("aec: unknown engine %q (want webrtc or speex)", engine)
+	if err != nil {
+		return nil, err
+	}
+	return aec.NewTailGate(s, aec.TailConfig{})
 }
 
 // openAEC makes the echo-cancelling module around the engine's canceller.

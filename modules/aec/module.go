@@ -128,11 +128,12 @@ func (c Cost) RTF() float64 {
 // clock estimate settling (see place). A microphone frame waits for the played audio up
 // to its end (Config.MaxWait at most).
 //
-// Latency. The canceller's output lags its input by Canceller.Latency (18 ms for AEC3):
-// the module emits each frame's output on the timeline where it belongs (Start shifted
-// back by the latency), so the first frame is that much shorter and the stream is
-// completed at its end with the last samples. Downstream, the audio arrives that much
-// later on the clock; its stream positions are the microphone's.
+// Latency. The canceller's output lags its input by Canceller.Latency (18 ms for AEC3,
+// 28 ms with the pipeline's TailGate around it): the module emits each frame's output
+// on the timeline where it belongs (Start shifted back by the latency), so the first
+// frame is that much shorter and the stream is completed at its end with the last
+// samples. Downstream, the audio arrives that much later on the clock; its stream
+// positions are the microphone's.
 type Module struct {
 	name string
 	cfg  Config

@@ -405,3 +405,58 @@ func (r Result) String() string {
 	}
 	return s
 }
+
+// Tail is the echo after one of the far end's pauses began, when only the room's
+// reverberation reaches the microphone: its level from TailFrom to TailTo after the echo
+// stopped, the output's there, and the echo's over the TailBefore before it stopped, in
+// dBFS.
+type Tail struct {
+	At                 time.Duration // where the echo stopped (the far end's pause plus the delay)
+	Before, Echo, Left float64
+}
+
+// ERLE is the tail's echo over what is left of it, in dB.
+func (t Tail) ERLE() float64 { return t.Echo - t.Left }
+
+// The tail windows: a pause is at least MinPause of a silent far end after sound; the
+// tail is measured from TailFrom to TailTo after the echo stopped, when the room still
+// rings (AEC3 lets it through from about 80 ms on).
+const (
+	MinPause   = 200 * time.Millisecond
+	TailBefore = 200 * time.Millisecond
+	TailFrom   = 50 * time.Millisecond
+	TailTo     = 200 * time.Millisecond
+)
+
+// Tails measures the echo and the output after each pause of the far end: far is what
+// was played, echo the echo alone at the microphone, out the canceller's output aligned
+// with it, delay the echo path's delay.
+func Tails(far, echo, out []float32, delay time.Duration) []Tail {
+	at := func(d time.Duration) int { return int(audio.DurationToSamples(d, aec.Rate)) }
+	level := func(x []float32) float64 { return 10 * math.Log10(meanSquare(x)+1e-20) }
+	n := min(len(far), len(echo), len(out))
+	var tails []Tail
+	sounded, silent := false, 0
+	for i := 0; i < n; i++ {
+		if far[i] != 0 {
+			sounded, silent = true, 0
+			continue
+		}
+		silent++
+		if !sounded || silent != at(MinPause) {
+			continue
+		}
+		sounded = false
+		stop := i - silent + 1 + at(delay)
+		if stop-at(TailBefore) < 0 || stop+at(TailTo) > n {
+			continue
+		}
+		tails = append(tails, Tail{
+			At:     audio.SamplesToDuration(int64(stop), aec.Rate),
+			Before: level(echo[stop-at(TailBefore) : stop]),
+			Echo:   level(echo[stop+at(TailFrom) : stop+at(TailTo)]),
+			Left:   level(out[stop+at(TailFrom) : stop+at(TailTo)]),
+		})
+	}
+	return tails
+}

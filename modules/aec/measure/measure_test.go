@@ -167,3 +167,39 @@ func TestMicClock(t *testing.T) {
 		t.Error("a microphone clock 20 % fast was accepted")
 	}
 }
+
+// TestTails: a far end with two pauses, an echo path that rings on after them, and a
+// canceller that leaves a known part of that ringing: the tails are found where the
+// echo stopped and measured.
+func TestTails(t *testing.T) {
+	const rate = 16000
+	far := make([]float32, 3*rate)
+	echo := make([]float32, 3*rate)
+	out := make([]float32, 3*rate)
+	delay := 30 * time.Millisecond
+	d := rate * 30 / 1000
+	// Sound 0–0.5 s and 1–1.5 s (a 50 ms gap inside the second: no pause), silence after.
+	for i := range far {
+		s := float64(i) / rate
+		if s < 0.5 || (s >= 1 && s < 1.5 && (s < 1.2 || s >= 1.25)) {
+			far[i] = 0.1
+		}
+	}
+	for i := d; i < len(echo); i++ {
+		echo[i] = far[i-d] / 2
+		if echo[i] == 0 && i < 2*rate {
+			echo[i] = 0.005 // the room rings: 20 dB below the echo
+			out[i] = 0.0005 // and the canceller took 20 dB of that
+		}
+	}
+	tails := Tails(far, echo, out, delay)
+	if len(tails) != 2 {
+		t.Fatalf("%d tails, want 2: %+v", len(tails), tails)
+	}
+	for i, want := range []time.Duration{500*time.Millisecond + delay, 1500*time.Millisecond + delay} {
+		tl := tails[i]
+		if tl.At != want || math.Abs(tl.Before-20*math.Log10(0.05)) > 0.01 || math.Abs(tl.Echo-tl.Before+20) > 0.01 || math.Abs(tl.ERLE()-20) > 0.01 {
+			t.Errorf("tail %d: %+v (ERLE %.2f dB), want at %v, echo %.2f dBFS before, 20 dB less after, ERLE 20 dB", i, tl, tl.ERLE(), want, 20*math.Log10(0.05))
+		}
+	}
+}

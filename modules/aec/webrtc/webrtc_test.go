@@ -148,13 +148,23 @@ func BenchmarkCanceller(b *testing.B) {
 }
 
 // BenchmarkERLE reports ERLE, convergence and double-talk figures on the simulated
-// laptop for each delay hint: go test -run XXX -bench ERLE -benchtime 1x.
+// laptop for each delay hint, and with the pipeline's tail gate (aec.TailGate) around
+// the canceller: go test -run XXX -bench ERLE -benchtime 1x.
 func BenchmarkERLE(b *testing.B) {
 	for _, hint := range []time.Duration{30 * time.Millisecond, 0, 80 * time.Millisecond} {
 		b.Run(fmt.Sprint("hint=", hint), func(b *testing.B) {
 			aectest.BenchmarkERLE(b, hint, func() aec.Canceller { return newCanceller(b, webrtcapm.Config{}) })
 		})
 	}
+	b.Run("hint=30ms,gate", func(b *testing.B) {
+		aectest.BenchmarkERLE(b, 30*time.Millisecond, func() aec.Canceller {
+			g, err := aec.NewTailGate(newCanceller(b, webrtcapm.Config{}), aec.TailConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return g
+		})
+	})
 }
 
 // TestBadInput: a burst of NaN and infinities from a broken source, on both streams,
@@ -223,5 +233,44 @@ func TestMicClockDrift(t *testing.T) {
 				t.Errorf("ERLE after convergence %.1f dB, want ≥ %g", r.ERLE, measure.Target)
 			}
 		})
+	}
+}
+
+// TestTailGate: after each of the agent's pauses AEC3 lets the room's reverberation
+// through (from about 80 ms on); with aec.TailGate around it, the ERLE of every tail is
+// ≥ 25 dB, in the room and in one with RT60 500 ms.
+func TestTailGate(t *testing.T) {
+	far := aectest.AgentSpeech(t)
+	for _, rt := range []time.Duration{300 * time.Millisecond, 500 * time.Millisecond} {
+		path := aectest.Laptop()
+		path.RT60 = rt
+		worst := func(c aec.Canceller) (measure.Tail, int) {
+			r, err := measure.Run(c, measure.Scene{Far: far, Path: path, Hint: path.Delay})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tails := measure.Tails(far, r.Mic, r.Out, path.Delay)
+			if len(tails) < 3 {
+				t.Fatalf("%d pauses in the agent's speech", len(tails))
+			}
+			w := tails[0]
+			for _, tl := range tails {
+				if tl.ERLE() < w.ERLE() {
+					w = tl
+				}
+			}
+			return w, len(tails)
+		}
+		without, n := worst(newCanceller(t, webrtcapm.Config{}))
+		g, err := aec.NewTailGate(newCanceller(t, webrtcapm.Config{}), aec.TailConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		with, _ := worst(g)
+		t.Logf("RT60 %v, %d pauses: the worst tail's ERLE %.1f dB (at %v, the tail %.1f dB below the echo before it) without the gate, %.1f dB (at %v) with it",
+			rt, n, without.ERLE(), without.At, without.Before-without.Echo, with.ERLE(), with.At)
+		if with.ERLE() < measure.Target {
+			t.Errorf("RT60 %v: a tail's ERLE %.1f dB at %v with the gate, want ≥ %g", rt, with.ERLE(), with.At, measure.Target)
+		}
 	}
 }

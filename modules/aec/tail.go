@@ -1,0 +1,260 @@
+package aec
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+)
+
+// TailGate is a Canceller around another that removes the room's reverberation tail
+// the inner one lets through after the far end falls silent.
+//
+// Why: AEC3 cancels the echo while the agent speaks and for about 80 ms after a phrase
+// ends; from then on it passes the microphone through untouched while the room still
+// rings with the last syllable (on the simulated laptop the tail gets through at 15–20
+// dB below the echo with RT60 300 ms, 10 dB with 500 ms, for the 100–200 ms it takes to
+// die away). A VAD may take that for the start of speech.
+//
+// How: the gate follows the echo's envelope from the reference alone: the reference's
+// power per 10 ms block, held at its peak and decaying as a room with TailConfig.RT60
+// would (an upper bound for rooms up to that), delayed by the delay hint, and scaled by
+// the echo path's gain. That gain is the median ratio of the microphone's power to the
+// envelope over the blocks where the far end plays and the inner canceller removed
+// most of what the microphone heard, so the user's voice (which it keeps) does not
+// inflate it. In the tail only (from three blocks after the delayed reference fell
+// silent until it sounds again) a block gets the power gain 1 − Over·estimate/output,
+// 0 at least: the tail goes, a user who speaks louder than it passes nearly whole.
+// While the far end plays the gate does nothing, so double talk is the inner
+// canceller's alone. The gain moves linearly across each block (no clicks).
+//
+// The gate weighs a whole block of output at a time, so its output lags the inner
+// canceller's by one block (10 ms). Render and Capture must keep pace as the Canceller
+// contract says: the gate pairs them block by block.
+type TailGate struct {
+	c     Canceller
+	cfg   TailConfig
+	inner int     // the inner canceller's latency in samples
+	decay float64 // the envelope's decay per block, as a power ratio
+
+	// Input side, block by block.
+	ref, mic []float32    // samples not yet in a whole block
+	env      float64      // the reference's peak-held envelope (power)
+	delayed  []blockPower // the last blocks, oldest first: the hint's delay
+	quiet    int          // blocks since the delayed reference was last active
+	blocks   []inputBlock // from blocksBase on, until their output is weighed
+	base     int64
+
+	pathLog float64 // log10 of the echo path's power gain (microphone over envelope)
+	learned bool
+
+	// Output side: the inner canceller's output from position outPos on (position p
+	// holds input sample p−inner), one block more than has been returned.
+	out     []float32
+	outPos  int64
+	block   int64   // the block the last returned sample belonged to
+	amp     float64 // its amplitude gain, and the block's before it
+	prevAmp float64
+}
+
+// inputBlock is what the gate knows of one input block before its output is weighed.
+type inputBlock struct {
+	mic, env float64 // the microphone's power and the delayed envelope
+	active   bool    // the delayed reference sounds
+	tail     bool
+}
+
+// TailConfig tunes the gate; the zero value is the default.
+type TailConfig struct {
+	// RT60 is the longest reverberation time the gate expects (600 ms): the envelope
+	// decays 60 dB in it. A room with a longer one keeps part of its tail.
+	RT60 time.Duration
+	// Over is how many times the estimate is taken off (2): the estimate is a median,
+	// and a tail louder than it must go too.
+	Over float64
+}
+
+func (c TailConfig) withDefaults() TailConfig {
+	if c.RT60 == 0 {
+		c.RT60 = 600 * time.Millisecond
+	}
+	if c.Over == 0 {
+		c.Over = 2
+	}
+	return c
+}
+
+// blockPower is one block's reference power and envelope.
+type blockPower struct{ ref, env float64 }
+
+// Gate constants: the block the envelopes are taken on, the power below which the
+// reference counts as silent (−60 dBFS), and how fast the echo path's gain moves
+// toward the median (log10 units per block: 0.2 dB).
+const (
+	gateBlock  = Rate / 100
+	gateActive = 1e-6
+	gateStep   = 0.02
+	// echoDominated: a block teaches the echo path's gain when the inner canceller
+	// took out 10 dB or more of it (it keeps the user's voice).
+	echoDominated = 0.1
+	// negligible: a tail estimate this far below the output (−30 dB) is let be.
+	negligible = 0.001
+	// tailAfter is how many blocks after the reference's echo stopped the tail
+	// begins: the delay hint is not exact.
+	tailAfter = 2
+)
+
+var _ Canceller = (*TailGate)(nil)
+
+// NewTailGate wraps c, which the gate owns from now on: its Close closes c, and so
+// does a failing NewTailGate.
+func NewTailGate(c Canceller, cfg TailConfig) (*TailGate, error) {
+	cfg = cfg.withDefaults()
+	if cfg.RT60 < 0 || cfg.Over < 0 {
+		return nil, errors.Join(fmt.Errorf("aec: tail gate: negative RT60 %v or over-subtraction %g", cfg.RT60, cfg.Over), c.Close())
+	}
+	inner := int(audio.DurationToSamples(c.Latency(), Rate))
+	if ls, ok := c.(interface{ LatencySamples() int }); ok {
+		inner = ls.LatencySamples()
+	}
+	perBlock := 60 / cfg.RT60.Seconds() / 100 // dB
+	return &TailGate{
+		c: c, cfg: cfg, inner: inner, decay: math.Pow(10, -perBlock/10),
+		delayed: make([]blockPower, 1),
+		// The first block of output is silence (the gate's lag), as if it came before
+		// the stream: position −gateBlock.
+		out: make([]float32, gateBlock), outPos: -gateBlock,
+		block: math.MinInt64, amp: 1, prevAmp: 1,
+	}, nil
+}
+
+// Render implements Canceller.
+func (g *TailGate) Render(far []float32) error {
+	if err := g.c.Render(far); err != nil {
+		return err
+	}
+	g.ref = append(g.ref, far...)
+	return nil
+}
+
+// Capture implements Canceller.
+func (g *TailGate) Capture(near []float32) ([]float32, error) {
+	out, err := g.c.Capture(near)
+	if out == nil {
+		return nil, err
+	}
+	g.mic = append(g.mic, near...)
+	for len(g.mic) >= gateBlock {
+		ref := g.ref[:min(gateBlock, len(g.ref))] // not rendered yet: silence
+		g.inputBlock(power(ref, gateBlock), power(g.mic[:gateBlock], gateBlock))
+		g.ref = g.ref[len(ref):]
+		g.mic = g.mic[gateBlock:]
+	}
+	g.out = append(g.out, out...)
+	res := make([]float32, len(near))
+	for i := range res {
+		res[i] = g.out[i] * float32(g.gainAt(g.outPos+int64(i)))
+	}
+	g.out = append(g.out[:0], g.out[len(near):]...)
+	g.outPos += int64(len(near))
+	return res, err
+}
+
+// inputBlock takes one block's reference and microphone power.
+func (g *TailGate) inputBlock(ref, mic float64) {
+	g.env = max(ref, g.env*g.decay)
+	g.delayed = append(g.delayed[1:], blockPower{ref: ref, env: g.env})
+	d := g.delayed[0]
+	if d.ref > gateActive {
+		g.quiet = 0
+	} else {
+		g.quiet++
+	}
+	g.blocks = append(g.blocks, inputBlock{mic: mic, env: d.env, active: g.quiet == 0, tail: g.quiet > tailAfter})
+}
+
+// gainAt returns the amplitude gain for output position p, whose block's output is
+// whole in g.out by then (see the type's comment on the lag).
+func (g *TailGate) gainAt(p int64) float64 {
+	k := floorDiv(p-int64(g.inner), gateBlock)
+	if k != g.block {
+		g.prevAmp, g.amp, g.block = g.amp, g.weigh(k), k
+	}
+	i := p - int64(g.inner) - k*gateBlock
+	return g.prevAmp + (g.amp-g.prevAmp)*float64(i+1)/gateBlock
+}
+
+// weigh takes input block k's output: it learns the echo path's gain from it, or
+// returns the block's amplitude gain in the tail; the blocks before k are forgotten.
+func (g *TailGate) weigh(k int64) float64 {
+	j := k - g.base
+	if j < 0 || j >= int64(len(g.blocks)) {
+		return 1 // before the stream
+	}
+	b := g.blocks[j]
+	g.blocks, g.base = g.blocks[j:], k
+	from := k*gateBlock + int64(g.inner) - g.outPos
+	out := power(g.out[from:from+gateBlock], gateBlock)
+	switch {
+	case b.active && b.env > gateActive && b.mic > 0 && out < b.mic*echoDominated:
+		r := math.Log10(b.mic / b.env)
+		switch {
+		case !g.learned:
+			g.pathLog, g.learned = r, true
+		case r > g.pathLog:
+			g.pathLog += gateStep
+		default:
+			g.pathLog -= gateStep
+		}
+	case b.tail && g.learned:
+		if out == 0 {
+			return 0
+		}
+		est := g.cfg.Over * b.env * math.Pow(10, g.pathLog)
+		if est < out*negligible {
+			return 1
+		}
+		return math.Sqrt(max(0, 1-est/out))
+	}
+	return 1
+}
+
+// SetDelay implements Canceller; the gate delays its envelope by the hint too.
+func (g *TailGate) SetDelay(d time.Duration) {
+	g.c.SetDelay(d)
+	n := int(max(0, d) / (10 * time.Millisecond))
+	g.delayed = make([]blockPower, n+1)
+}
+
+// Latency implements Canceller: the inner canceller's and one block.
+func (g *TailGate) Latency() time.Duration {
+	return audio.SamplesToDuration(int64(g.LatencySamples()), Rate)
+}
+
+// LatencySamples is Latency in samples.
+func (g *TailGate) LatencySamples() int { return g.inner + gateBlock }
+
+// Stats implements Canceller: the inner canceller's.
+func (g *TailGate) Stats() Stats { return g.c.Stats() }
+
+// Close implements Canceller.
+func (g *TailGate) Close() error { return g.c.Close() }
+
+// power is the mean square of x counted over n samples (missing ones are silence).
+func power(x []float32, n int) float64 {
+	var e float64
+	for _, v := range x {
+		e += float64(v) * float64(v)
+	}
+	return e / float64(n)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
