@@ -35,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,6 +57,7 @@ type Host struct {
 	mu      sync.Mutex
 	closed  bool
 	streams map[*Stream]struct{}
+	stuck   atomic.Bool // a stream's end did not return: PortAudio is left as it is
 }
 
 // Open initialises PortAudio.
@@ -99,9 +101,15 @@ func (h *Host) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	paMu.Lock()
-	err := paError(C.Pa_Terminate())
-	paMu.Unlock()
+	if h.stuck.Load() {
+		// Pa_Terminate would wait for the stream that did not end.
+		return errors.Join(append(errs, fmt.Errorf("device: terminate PortAudio: %w: a stream did not end", ErrStuck))...)
+	}
+	err := within(endWait, func() error {
+		paMu.Lock()
+		defer paMu.Unlock()
+		return paError(C.Pa_Terminate())
+	})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("device: terminate PortAudio: %w", err))
 	}

@@ -100,6 +100,7 @@ type Stream struct {
 	started bool
 
 	stopping   atomic.Bool // Stop, Abort or Close asked for the end
+	stuck      atomic.Bool // an end did not return (see bounded)
 	finished   chan struct{}
 	finishOnce sync.Once
 	failure    atomic.Pointer[error] // why the stream ended on its own, if it did
@@ -352,29 +353,36 @@ func (s *Stream) Stop() error { return s.end(false) }
 func (s *Stream) Abort() error { return s.end(true) }
 
 func (s *Stream) end(abort bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pa == nil {
-		return ErrClosed
-	}
-	s.stopping.Store(true)
-	if C.Pa_IsStreamStopped(s.pa) == 1 {
+	what := fmt.Sprintf("device: stop %s stream on %q", s.dir, s.device.Name)
+	return s.bounded(what, func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.pa == nil {
+			return ErrClosed
+		}
+		s.stopping.Store(true)
+		if C.Pa_IsStreamStopped(s.pa) == 1 {
+			return nil
+		}
+		var res C.PaError
+		if abort {
+			res = C.Pa_AbortStream(s.pa)
+		} else {
+			res = C.Pa_StopStream(s.pa)
+		}
+		if err := paError(res); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
 		return nil
-	}
-	var res C.PaError
-	if abort {
-		res = C.Pa_AbortStream(s.pa)
-	} else {
-		res = C.Pa_StopStream(s.pa)
-	}
-	if err := paError(res); err != nil {
-		return fmt.Errorf("device: stop %s stream on %q: %w", s.dir, s.device.Name, err)
-	}
-	return nil
+	})
 }
 
 // Close aborts the stream if it runs and releases it. Closing twice is harmless.
 func (s *Stream) Close() error {
+	return s.bounded(fmt.Sprintf("device: close %s stream on %q", s.dir, s.device.Name), s.close)
+}
+
+func (s *Stream) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pa == nil {
@@ -395,6 +403,48 @@ func (s *Stream) Close() error {
 		return fmt.Errorf("device: close %s stream on %q: %w", s.dir, s.device.Name, err)
 	}
 	return nil
+}
+
+// bounded runs an end of the stream (f) for at most endWait. A call that does not
+// return by then is left behind, and the stream is given up: later ends fail at once
+// with ErrStuck, its host does not terminate PortAudio (which would wait for it), and
+// Finished is closed.
+func (s *Stream) bounded(what string, f func() error) error {
+	if s.stuck.Load() {
+		return fmt.Errorf("%s: %w", what, ErrStuck)
+	}
+	err := within(endWait, f)
+	if errors.Is(err, ErrStuck) {
+		s.stuck.Store(true)
+		s.host.stuck.Store(true)
+		s.stopping.Store(true)
+		s.markFinished()
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return err
+}
+
+// endWait bounds how long ending a stream or PortAudio may take: with the sound server
+// gone, ALSA's pulse plugin can wait for it for good (in a drain, or a close).
+const endWait = 3 * time.Second
+
+// ErrStuck is returned (wrapped) when the audio system did not return from ending a
+// stream or PortAudio within endWait.
+var ErrStuck = errors.New("the audio system did not answer")
+
+// within runs f and returns its error, or ErrStuck if f has not returned after wait
+// (f then goes on running in the background).
+func within(wait time.Duration, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("%w in %v", ErrStuck, wait)
+	}
 }
 
 // Finished is closed when the stream has ended, for whatever reason.

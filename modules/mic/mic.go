@@ -340,14 +340,18 @@ func (r *runner) closeCapture() {
 		return
 	}
 	r.cap = nil
-	if c.stream != nil {
-		if err := c.stream.Close(); err != nil {
-			r.log.Debug("closing the input stream", zap.Error(err))
+	logClose := func(what string, err error) {
+		switch {
+		case errors.Is(err, device.ErrStuck):
+			r.log.Warn(what+": left behind", zap.Error(err))
+		case err != nil:
+			r.log.Debug(what, zap.Error(err))
 		}
 	}
-	if err := c.host.Close(); err != nil {
-		r.log.Debug("closing PortAudio", zap.Error(err))
+	if c.stream != nil {
+		logClose("closing the input stream", c.stream.Close())
 	}
+	logClose("closing PortAudio", c.host.Close())
 }
 
 func (r *runner) loop(ctx context.Context) error {
