@@ -104,6 +104,8 @@ const (
 	// tailAfter is how many blocks after the reference's echo stopped the tail
 	// begins: the delay hint is not exact.
 	tailAfter = 2
+	// maxAhead bounds the reference kept ahead of the microphone (1 s).
+	maxAhead = Rate
 )
 
 var _ Canceller = (*TailGate)(nil)
@@ -136,6 +138,10 @@ func (g *TailGate) Render(far []float32) error {
 		return err
 	}
 	g.ref = append(g.ref, far...)
+	if extra := len(g.ref) - maxAhead; extra > 0 {
+		// Render ran ahead of Capture, against the contract: the oldest goes.
+		g.ref = append(g.ref[:0], g.ref[extra:]...)
+	}
 	return nil
 }
 
@@ -242,11 +248,15 @@ func (g *TailGate) Stats() Stats { return g.c.Stats() }
 // Close implements Canceller.
 func (g *TailGate) Close() error { return g.c.Close() }
 
-// power is the mean square of x counted over n samples (missing ones are silence).
+// power is the mean square of x counted over n samples (missing ones are silence, and
+// so are samples that are not finite, as Stream gives them to the engine: one NaN
+// would stay in the envelope for good).
 func power(x []float32, n int) float64 {
 	var e float64
 	for _, v := range x {
-		e += float64(v) * float64(v)
+		if p := float64(v) * float64(v); p <= math.MaxFloat64 {
+			e += p
+		}
 	}
 	return e / float64(n)
 }

@@ -239,6 +239,27 @@ func TestTailGateNoClicks(t *testing.T) {
 	}
 }
 
+// TestTailGateBadInput: samples that are not finite in either stream (a broken source)
+// leave the output finite and the gate working: the tail after them is still removed.
+func TestTailGateBadInput(t *testing.T) {
+	sc := newTailScene(t, 300*time.Millisecond, 0, 0)
+	want := sc.run(t, newQuitter(t, true, sc.echo), 160)
+	for i := samples(200 * time.Millisecond); i < samples(300*time.Millisecond); i += 7 {
+		bad := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}[i%3]
+		sc.far[i], sc.user[i] = bad, bad
+	}
+	got := sc.run(t, newQuitter(t, true, sc.echo), 160)
+	for i, v := range got {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			t.Fatalf("sample %d (%v) is %g", i, audio.SamplesToDuration(int64(i), Rate), v)
+		}
+	}
+	from, to := samples(1100*time.Millisecond), samples(1400*time.Millisecond)
+	if l, w := levelDB(got[from:to]), levelDB(want[from:to]); l > w+1 {
+		t.Errorf("the tail after the bad samples: %.1f dBFS, %.1f dBFS without them", l, w)
+	}
+}
+
 type closeCounter struct {
 	Canceller
 	closed int
