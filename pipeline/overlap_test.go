@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/room"
 	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/internal/testenv"
@@ -312,7 +313,15 @@ func replayOverlap(t *testing.T, cfg Config, scenario string) (*ReplayResult, *r
 	// PARLEY_OVERLAP_CLOCK=real replays in real time, decodes and all (slow, and the
 	// measures then include the machine's load).
 	real := os.Getenv("PARLEY_OVERLAP_CLOCK") == "real"
-	res, err := Replay(ctx, cfg, eng, ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, RealClock: real, Observers: []iu.Observer{rec}})
+	opts := ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, RealClock: real, Observers: []iu.Observer{rec}}
+	// PARLEY_OVERLAP_LAPTOP=1 replays on the simulated laptop (room.Laptop), the echo
+	// cancelled: the sounds then come over the session's first answer, while the
+	// canceller still converges.
+	if os.Getenv("PARLEY_OVERLAP_LAPTOP") == "1" {
+		echo := room.Laptop()
+		opts.Echo = &echo
+	}
+	res, err := Replay(ctx, cfg, eng, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
