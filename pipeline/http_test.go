@@ -116,7 +116,8 @@ func TestLLMTimeoutFromConfig(t *testing.T) {
 // with the in-process engine: the same user turns, and the same decisions. The server
 // lists only its likeliest tokens, so its estimate is a range that holds the in-process
 // probability; where that range spans a threshold it decides nothing ("undecided"),
-// and only there may the two differ.
+// and only there may the two differ. One turn may end before the server's estimate
+// comes (it answers in real time, and its first request is slow under load).
 func TestPredictiveWithLlamaServer(t *testing.T) {
 	srv := llmtest.StartLlamaServer(t, 0)
 	scenario := filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "demo.yaml")
@@ -149,9 +150,16 @@ func TestPredictiveWithLlamaServer(t *testing.T) {
 		t.Fatalf("user turns %q with llama-server, %q in process; ends of turns %q and %q", turns["http"], turns["llama"], decisions["http"], decisions["llama"])
 	}
 	spans := func(lo, hi, threshold float64) bool { return lo < threshold && hi >= threshold }
+	compared := 0
 	for i, text := range turns["http"] {
 		local, ok1 := estimates["llama"][text]
 		remote, ok2 := estimates["http"][text]
+		if !ok2 && decisions["http"][i] == "no completion estimate" {
+			// The server answers in real time: under load (its first request) its
+			// estimate can come after the turn's end, which then has the default hold.
+			t.Logf("%q: the turn ended before llama-server's estimate came", text)
+			continue
+		}
 		if !ok1 || !ok2 {
 			t.Errorf("%q: no estimate in process (%v) or from the server (%v)", text, ok1, ok2)
 			continue
@@ -161,12 +169,16 @@ func TestPredictiveWithLlamaServer(t *testing.T) {
 		if local.P < remote.P-slack || local.P > remote.PMax+slack {
 			t.Errorf("%q: in process p=%.4f, outside the server's %.4f–%.4f", text, local.P, remote.P, remote.PMax)
 		}
+		compared++
 		got, want := decisions["http"][i], decisions["llama"][i]
 		t.Logf("%q: in process p=%.4f, %s; llama-server p=%.4f–%.4f, %s", text, local.P, want, remote.P, remote.PMax, got)
 		undecidable := spans(remote.P, remote.PMax, eot.CompleteAbove) || spans(remote.P, remote.PMax, eot.IncompleteBelow)
 		if got != want && !(got == "undecided" && undecidable) {
 			t.Errorf("%q: the turn ended %s with llama-server (p=%.4f–%.4f), %s in process (p=%.4f)", text, got, remote.P, remote.PMax, want, local.P)
 		}
+	}
+	if compared < len(turns["http"])-1 {
+		t.Errorf("only %d of %d turns had llama-server's estimate in time", compared, len(turns["http"]))
 	}
 	if !slices.Contains(decisions["http"], "complete") {
 		t.Errorf("no turn ended on the server's estimate that it was complete: %q", decisions["http"])
