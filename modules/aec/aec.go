@@ -88,3 +88,12 @@ type Duration struct {
 	D  time.Duration
 	OK bool
 }
+
+// latencySamples is c's latency in samples: exact where c counts it so (Stream,
+// TailGate), rounded from Latency otherwise.
+func latencySamples(c Canceller) int {
+	if ls, ok := c.(interface{ LatencySamples() int }); ok {
+		return ls.LatencySamples()
+	}
+	return int(audio.DurationToSamples(c.Latency(), Rate))
+}

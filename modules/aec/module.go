@@ -173,10 +173,7 @@ func (m *Module) Cost() Cost {
 // Run implements iu.Module.
 func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	m.c.SetDelay(m.cfg.Delay + earlyBy)
-	lat := audio.DurationToSamples(m.c.Latency(), Rate)
-	if ls, ok := m.c.(interface{ LatencySamples() int }); ok {
-		lat = int64(ls.LatencySamples())
-	}
+	lat := int64(latencySamples(m.c))
 	r := &runner{m: m, p: p, log: p.Logger(), start: p.Now(), lat: lat, skip: lat, next: -1}
 	r.nextStats = audio.DurationToSamples(m.cfg.StatsInterval, Rate)
 	err := r.loop(ctx)

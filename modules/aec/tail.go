@@ -117,10 +117,7 @@ func NewTailGate(c Canceller, cfg TailConfig) (*TailGate, error) {
 	if cfg.RT60 < 0 || cfg.Over < 0 {
 		return nil, errors.Join(fmt.Errorf("aec: tail gate: negative RT60 %v or over-subtraction %g", cfg.RT60, cfg.Over), c.Close())
 	}
-	inner := int(audio.DurationToSamples(c.Latency(), Rate))
-	if ls, ok := c.(interface{ LatencySamples() int }); ok {
-		inner = ls.LatencySamples()
-	}
+	inner := latencySamples(c)
 	perBlock := 60 / cfg.RT60.Seconds() / 100 // dB
 	return &TailGate{
 		c: c, cfg: cfg, inner: inner, decay: math.Pow(10, -perBlock/10),
@@ -230,7 +227,7 @@ func (g *TailGate) weigh(k int64) float64 {
 // SetDelay implements Canceller; the gate delays its envelope by the hint too.
 func (g *TailGate) SetDelay(d time.Duration) {
 	g.c.SetDelay(d)
-	n := int(max(0, d) / (10 * time.Millisecond))
+	n := int(max(0, d) / audio.SamplesToDuration(gateBlock, Rate))
 	g.delayed = make([]blockPower, n+1)
 }
 
