@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,14 +28,8 @@ func TestBenchOnALaptop(t *testing.T) {
 	if !strings.Contains(stdout, "simulated laptop") || !strings.Contains(stdout, "echo cancellation:") {
 		t.Errorf("the report names neither the laptop nor the canceller's cost:\n%s", stdout)
 	}
-	raw, err := os.ReadFile(filepath.Join(out, "bench.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var report benchReport
-	if err := json.Unmarshal(raw, &report); err != nil {
-		t.Fatal(err)
-	}
+	readBenchJSON(t, out, &report)
 	if cost := report.EchoCancellation["predictive"]; !report.Laptop || cost <= 0 || cost > 0.2 {
 		t.Errorf("bench.json: laptop %v, the canceller's CPU per audio second %v (want a small positive share)", report.Laptop, cost)
 	}

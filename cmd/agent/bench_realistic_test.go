@@ -37,10 +37,6 @@ func TestBenchRealistic(t *testing.T) {
 			t.Errorf("the table lacks %q:\n%s", want, stdout)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(out, "bench.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var report struct {
 		Realistic bool
 		Shape     string
@@ -54,9 +50,7 @@ func TestBenchRealistic(t *testing.T) {
 		Underruns map[string]int64   `json:"speaker_underruns"`
 		VADLag    map[string]float64 `json:"vad_max_lag_ms"`
 	}
-	if err := json.Unmarshal(data, &report); err != nil {
-		t.Fatal(err)
-	}
+	data := readBenchJSON(t, out, &report)
 	if !report.Realistic || report.Shape != shapemodels.Qwen25_05BVocab32k || !strings.Contains(report.Models["llm"], "qwen2.5-0.5b") {
 		t.Errorf("bench.json does not say the LLM was the shape: realistic %v, shape %q, llm %q", report.Realistic, report.Shape, report.Models["llm"])
 	}
@@ -80,4 +74,17 @@ func TestBenchRealistic(t *testing.T) {
 	if cpu.Process <= 0 || cpu.Modules["llm"] <= 0 || cpu.Modules["asr"] <= 0 {
 		t.Errorf("CPU per module missing: %+v", cpu)
 	}
+}
+
+// readBenchJSON decodes the bench.json 'agent bench' wrote into dir, and returns it.
+func readBenchJSON(t *testing.T, dir string, v any) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
