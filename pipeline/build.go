@@ -378,7 +378,10 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	a.closers = append(a.closers, closeTTS)
 	var overlapMod *overlap.Module
-	if cfg.Overlap.Enabled && cfg.TurnTaking.BargeIn.Enabled && !io.EchoCancel {
+	// The overlap module runs with echo cancellation too: the canceller cuts the user's
+	// voice in double talk, and its pieces decode as words, which without the module's
+	// confidences and acoustics stop the agent for most backchannels (docs/MEASUREMENTS.md).
+	if cfg.Overlap.Enabled && cfg.TurnTaking.BargeIn.Enabled {
 		m, closeOverlap, err := openOverlap(NameOverlap, cfg.Overlap, cfg.TurnTaking.BargeIn, cfg.ASR.Pocketsphinx)
 		if err != nil {
 			return fail(fmt.Errorf("overlap: %w", err))
@@ -484,8 +487,8 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		links = append(links, [2]string{NameLLM, NameHold}, [2]string{NameManager, NameHold})
 	}
 	if overlapMod != nil {
-		// The overlap module follows the user's sounds over the agent, echo cancelled (the VAD says when
-		// the agent was audible) for the manager's barge-in decisions.
+		// The overlap module follows the user's sounds over the agent (echo cancelled, when
+		// it is; the VAD says when the agent was audible) for the manager's barge-in decisions.
 		links = append(links, [2]string{mic, NameOverlap}, [2]string{NameVAD, NameOverlap}, [2]string{NameOverlap, NameManager})
 	}
 	if turnEnd != nil {

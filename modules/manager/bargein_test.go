@@ -81,6 +81,13 @@ func scoredUtterance(text string, words ...string) Event {
 	return Event{Utterance: u}
 }
 
+// spanUtterance is scoredUtterance of speech from start to end ms.
+func spanUtterance(start, end int, text string, words ...string) Event {
+	ev := scoredUtterance(text, words...)
+	ev.Utterance.Start, ev.Utterance.End = time.Duration(start)*time.Millisecond, time.Duration(end)*time.Millisecond
+	return ev
+}
+
 // TestSoftBargeIns runs scenarios of sounds over the agent with the overlap module's
 // evidence, with the defaults: the voice is ducked, never paused.
 func TestSoftBargeIns(t *testing.T) {
@@ -386,6 +393,42 @@ func TestSoftBargeIns(t *testing.T) {
 				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `user 3 "tell me more"`, "respond 4"}},
 			}),
 			final: SilenceAfterUser,
+		},
+		{
+			name: "a long voice heard in pieces, its words unsure, is a turn after the agent's, not a backchannel",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3120, ev: voice(3120, "go:1")},
+				{ms: 3200, ev: ended(voice(3200, "go:0.1"), 3180), want: []string{"unduck 2"}},
+				{ms: 3260, ev: speechStart(onset)},
+				{ms: 3300, ev: voice(3300, "go:0.1"), want: []string{"duck 2 -12"}},
+				{ms: 3640, ev: ended(voice(3640, "uh-huh:1"), 3620), want: []string{"unduck 2"}},
+				{ms: 3700, ev: voice(3700, "over:1"), want: []string{"duck 2 -12"}},
+				{ms: 4000, ev: ended(voice(4000, "or:0.19", "were:0.09"), 3980), want: []string{"unduck 2"}},
+				{ms: 4530, ev: speechEnd(4530)},
+				{ms: 4540, ev: final(ended(voice(4200, "our:0.21", "pardon:0.07", "can:0.12"), 3980))},
+				{ms: 5300, ev: spanUtterance(onset, 4530, "or work and", "or:0.3", "work:0.2", "and:0.4")},
+				{ms: 5400, ev: reply(2, "Once upon a time.", false)},
+				{ms: 5410, ev: queued(2, true)},
+				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `user 3 "or work and"`, "respond 4"}},
+			}),
+			final: SilenceAfterUser,
+		},
+		{
+			name: "a long hum whose transcript is letters and one word stays a backchannel",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3160, ev: voice(3160, "an:0.4")},
+				{ms: 3260, ev: speechStart(onset)},
+				{ms: 3700, ev: ended(voice(3700, "an:0.3", "make:0.9"), 3690), want: []string{"unduck 2"}},
+				{ms: 4310, ev: speechEnd(4310)},
+				{ms: 4320, ev: final(ended(voice(4300, "an:0.3", "an:0.5", "make:0.9"), 3690))},
+				{ms: 5300, ev: spanUtterance(onset, 4310, "an an h m m", "an:0.3", "an:0.2", "h:0.4", "m:0.5", "m:0.5")},
+				{ms: 5400, ev: reply(2, "Once upon a time.", false)},
+				{ms: 5410, ev: queued(2, true)},
+				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `backchannel 2 "mm-hmm" voice`}},
+			}),
+			final: SilenceAfterAgent,
 		},
 		{
 			name: "a knock the recogniser gives a word to leaves no trace",

@@ -358,7 +358,8 @@ func sameScored(a, b []ScoredWord) bool {
 
 // backchannelOf decides whether the user's utterance is a backchannel: it is when the
 // evidence found its sound no interruption (unless the transcript of a voice holds two
-// different confident real words: then it is a turn of its own, after the agent's), or,
+// different confident real words, or two different real words at all after a voice
+// longer than MaxBackchannel: then it is a turn of its own, after the agent's), or,
 // without evidence,
 // when it overlapped the agent and holds only backchannels. It returns the text to store
 // (empty for noise: nothing is stored) and whether the utterance is no turn.
@@ -373,7 +374,7 @@ func (t *Turns) backchannelOf(u *Utterance, overlap bool) (*AppendBackchannel, b
 		return nil, false
 	}
 	ev := t.cfg.BargeIn.Evidence
-	real := map[string]bool{}
+	real, unsure := map[string]bool{}, map[string]bool{}
 	var backs []string
 	for _, w := range u.Words {
 		nw := normalizeWord(w.Text)
@@ -383,9 +384,16 @@ func (t *Turns) backchannelOf(u *Utterance, overlap bool) (*AppendBackchannel, b
 			backs = append(backs, nw)
 		case w.Confidence >= ev.TurnWordConfidence && lexical(nw):
 			real[nw] = true
+		case lexical(nw):
+			unsure[nw] = true
 		}
 	}
-	if v.kind == SoundVoice && len(real) >= 2 {
+	// A voice longer than any backchannel whose transcript holds two different real
+	// words, however unsure, is speech the recogniser heard badly (through an echo
+	// canceller that cut it into pieces: "go forward ten meters" as "or work and"), not
+	// a hum, whose transcripts are letters ("n m h m m") or one word repeated.
+	long := t.cfg.BargeIn.MaxBackchannel > 0 && u.End-u.Start >= t.cfg.BargeIn.MaxBackchannel
+	if v.kind == SoundVoice && (len(real) >= 2 || long && len(real)+len(unsure) >= 2) {
 		return nil, false
 	}
 	if len(backs) == 0 {
