@@ -423,7 +423,7 @@ func TestSoftBargeIns(t *testing.T) {
 				{ms: 3700, ev: ended(voice(3700, "an:0.3", "make:0.9"), 3690), want: []string{"unduck 2"}},
 				{ms: 4310, ev: speechEnd(4310)},
 				{ms: 4320, ev: final(ended(voice(4300, "an:0.3", "an:0.5", "make:0.9"), 3690))},
-				{ms: 5300, ev: spanUtterance(onset, 4310, "an an h m m", "an:0.3", "an:0.2", "h:0.4", "m:0.5", "m:0.5")},
+				{ms: 5300, ev: spanUtterance(onset, 4310, "an an h m m", "an:0.6", "an:0.2", "h:0.4", "m:0.5", "m:0.5")},
 				{ms: 5400, ev: reply(2, "Once upon a time.", false)},
 				{ms: 5410, ev: queued(2, true)},
 				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `backchannel 2 "mm-hmm" voice`}},

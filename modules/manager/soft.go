@@ -374,7 +374,8 @@ func (t *Turns) backchannelOf(u *Utterance, overlap bool) (*AppendBackchannel, b
 		return nil, false
 	}
 	ev := t.cfg.BargeIn.Evidence
-	real, unsure := map[string]bool{}, map[string]bool{}
+	// real: the different real words, sure: those of them at least once confident.
+	real, sure := map[string]bool{}, map[string]bool{}
 	var backs []string
 	for _, w := range u.Words {
 		nw := normalizeWord(w.Text)
@@ -382,10 +383,11 @@ func (t *Turns) backchannelOf(u *Utterance, overlap bool) (*AppendBackchannel, b
 		case nw == "":
 		case t.backWords[nw]:
 			backs = append(backs, nw)
-		case w.Confidence >= ev.TurnWordConfidence && lexical(nw):
-			real[nw] = true
 		case lexical(nw):
-			unsure[nw] = true
+			real[nw] = true
+			if w.Confidence >= ev.TurnWordConfidence {
+				sure[nw] = true
+			}
 		}
 	}
 	// A voice longer than any backchannel whose transcript holds two different real
@@ -393,7 +395,7 @@ func (t *Turns) backchannelOf(u *Utterance, overlap bool) (*AppendBackchannel, b
 	// canceller that cut it into pieces: "go forward ten meters" as "or work and"), not
 	// a hum, whose transcripts are letters ("n m h m m") or one word repeated.
 	long := t.cfg.BargeIn.MaxBackchannel > 0 && u.End-u.Start >= t.cfg.BargeIn.MaxBackchannel
-	if v.kind == SoundVoice && (len(real) >= 2 || long && len(real)+len(unsure) >= 2) {
+	if v.kind == SoundVoice && (len(sure) >= 2 || long && len(real) >= 2) {
 		return nil, false
 	}
 	if len(backs) == 0 {
