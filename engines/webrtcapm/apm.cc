@@ -3,7 +3,65 @@
 
 #include <new>
 
+#include "api/audio/echo_canceller3_config.h"
+#include "api/audio/echo_control.h"
 #include "modules/audio_processing/include/audio_processing.h"
+
+// Version 1.3 derives AEC3's configuration from AudioProcessing::Config and keeps its
+// filter length (13 blocks of 4 ms) and initial state fixed; it installs neither
+// EchoCanceller3's header nor a factory for it. The library exports the class's
+// constructor and CreateDefaultConfig: declared here as the library defines them, they
+// let an EchoControlFactory of ours make AEC3 with those settings changed.
+namespace webrtc {
+class EchoCanceller3 : public EchoControl {
+public:
+	EchoCanceller3(const EchoCanceller3Config &config, int sample_rate_hz, size_t num_render_channels,
+	               size_t num_capture_channels);
+	~EchoCanceller3() override;
+	static EchoCanceller3Config CreateDefaultConfig(size_t num_render_channels, size_t num_capture_channels);
+	void AnalyzeRender(AudioBuffer *render) override;
+	void AnalyzeCapture(AudioBuffer *capture) override;
+	void ProcessCapture(AudioBuffer *capture, bool level_change) override;
+	void ProcessCapture(AudioBuffer *capture, AudioBuffer *linear_output, bool level_change) override;
+	Metrics GetMetrics() const override;
+	void SetAudioBufferDelay(int delay_ms) override;
+	bool ActiveProcessing() const override;
+};
+} // namespace webrtc
+
+namespace {
+
+// kEchoCanceller3Room is the memory an EchoCanceller3 is built in: the class takes
+// 1032 bytes in 1.3 (what AudioProcessingImpl allocates for it); the rest is margin for
+// a rebuild of the library that grows it.
+constexpr size_t kEchoCanceller3Room = 16384;
+
+// TunedAec3Factory makes AEC3 as AudioProcessing would (CreateDefaultConfig is what it
+// starts from too), with the filter length and initial state changed where set.
+class TunedAec3Factory : public webrtc::EchoControlFactory {
+public:
+	TunedAec3Factory(int filter_blocks, int initial_state_ms)
+	    : filter_blocks_(filter_blocks), initial_state_ms_(initial_state_ms) {}
+	std::unique_ptr<webrtc::EchoControl> Create(int sample_rate_hz, int num_render_channels,
+	                                            int num_capture_channels) override {
+		webrtc::EchoCanceller3Config cfg =
+		    webrtc::EchoCanceller3::CreateDefaultConfig(num_render_channels, num_capture_channels);
+		if (filter_blocks_ > 0) {
+			cfg.filter.refined.length_blocks = filter_blocks_;
+			cfg.filter.coarse.length_blocks = filter_blocks_;
+		}
+		if (initial_state_ms_ > 0)
+			cfg.filter.initial_state_seconds = initial_state_ms_ / 1000.f;
+		void *mem = ::operator new(kEchoCanceller3Room);
+		return std::unique_ptr<webrtc::EchoControl>(
+		    new (mem) webrtc::EchoCanceller3(cfg, sample_rate_hz, num_render_channels, num_capture_channels));
+	}
+
+private:
+	int filter_blocks_, initial_state_ms_;
+};
+
+} // namespace
 
 struct parley_apm {
 	rtc::scoped_refptr<webrtc::AudioProcessing> apm;
@@ -46,7 +104,11 @@ extern "C" parley_apm *parley_apm_new(const parley_apm_config *c, int *err) {
 		return nullptr;
 	}
 	// Create hands over an object with no references; the scoped_refptr takes the first.
-	p->apm = webrtc::AudioProcessingBuilder().Create();
+	webrtc::AudioProcessingBuilder builder;
+	if (c->echo == PARLEY_APM_ECHO_AEC3 && (c->aec3_filter_blocks > 0 || c->aec3_initial_state_ms > 0))
+		builder.SetEchoControlFactory(
+		    std::make_unique<TunedAec3Factory>(c->aec3_filter_blocks, c->aec3_initial_state_ms));
+	p->apm = builder.Create();
 	if (!p->apm) {
 		delete p;
 		*err = webrtc::AudioProcessing::kCreationFailedError;

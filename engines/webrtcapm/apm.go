@@ -93,7 +93,26 @@ type Config struct {
 	// DisableResidualEchoDetector turns off the detector behind
 	// Stats.ResidualEchoLikelihood (it is on by default and cheap).
 	DisableResidualEchoDetector bool
+	// EchoFilterLength is how much of the echo path AEC3's linear filter models, rounded
+	// up to its 4 ms blocks (at most MaxEchoFilterLength); 0 keeps the library's 52 ms.
+	// What a room's reverberation leaves beyond it, only the suppressor can remove.
+	EchoFilterLength time.Duration
+	// EchoInitialState is how long (in time the far end is active) AEC3 suppresses
+	// conservatively before it relies on its linear filter; 0 keeps the library's 2.5 s.
+	EchoInitialState time.Duration
 }
+
+// MaxEchoFilterLength bounds Config.EchoFilterLength: the filter's cost grows with its
+// length, and a room's echo 200 ms after the direct sound is mostly below the
+// suppressor's reach anyway.
+const MaxEchoFilterLength = 200 * time.Millisecond
+
+// MaxEchoInitialState bounds Config.EchoInitialState: longer, AEC3 would suppress
+// conservatively for a whole conversation.
+const MaxEchoInitialState = time.Minute
+
+// aec3Block is the time one of AEC3's filter blocks covers (64 samples of its 16 kHz band).
+const aec3Block = 4 * time.Millisecond
 
 func (c Config) withDefaults() Config {
 	if c.SampleRate == 0 {
@@ -128,6 +147,15 @@ func (c Config) validate() error {
 	}
 	if c.CompressionGainDB < 0 || c.CompressionGainDB > 90 {
 		return fmt.Errorf("webrtcapm: compression gain %d dB: want 0..90", c.CompressionGainDB)
+	}
+	if c.EchoFilterLength < 0 || c.EchoFilterLength > MaxEchoFilterLength {
+		return fmt.Errorf("webrtcapm: echo filter length %v: want 0..%v", c.EchoFilterLength, MaxEchoFilterLength)
+	}
+	if c.EchoInitialState < 0 || c.EchoInitialState > MaxEchoInitialState {
+		return fmt.Errorf("webrtcapm: echo initial state %v: want 0..%v", c.EchoInitialState, MaxEchoInitialState)
+	}
+	if (c.EchoFilterLength != 0 || c.EchoInitialState != 0) && c.Echo != EchoAEC3 {
+		return errors.New("webrtcapm: the echo filter length and initial state are AEC3's settings")
 	}
 	if !(c.FixedGainDB >= 0 && c.FixedGainDB <= 90) {
 		return fmt.Errorf("webrtcapm: fixed gain %g dB: want 0..90", c.FixedGainDB)
@@ -166,6 +194,8 @@ func New(cfg Config) (*Processor, error) {
 		agc2_fixed_gain_db:       C.float(cfg.FixedGainDB),
 		agc2_adaptive:            cbool(cfg.AdaptiveGain),
 		residual_echo_detector:   cbool(!cfg.DisableResidualEchoDetector),
+		aec3_filter_blocks:       C.int((cfg.EchoFilterLength + aec3Block - 1) / aec3Block),
+		aec3_initial_state_ms:    C.int((cfg.EchoInitialState + time.Millisecond - 1) / time.Millisecond),
 	}
 	switch cfg.Echo {
 	case EchoAEC3:

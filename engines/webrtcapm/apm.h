@@ -28,6 +28,8 @@ typedef struct {
 	float agc2_fixed_gain_db;
 	int agc2_adaptive;        // bool
 	int residual_echo_detector; // bool
+	int aec3_filter_blocks;     // AEC3's linear filter length in 4 ms blocks; 0: the library's 13
+	int aec3_initial_state_ms;  // AEC3's initial state; 0: the library's 2500
 } parley_apm_config;
 
 typedef struct {

@@ -49,6 +49,12 @@ func TestConfigErrors(t *testing.T) {
 		{CompressionGainDB: 91},
 		{FixedGainDB: -1},
 		{FixedGainDB: math.NaN()},
+		{EchoFilterLength: -time.Millisecond},
+		{EchoFilterLength: webrtcapm.MaxEchoFilterLength + time.Millisecond},
+		{EchoInitialState: -time.Second},
+		{EchoInitialState: webrtcapm.MaxEchoInitialState + time.Millisecond},
+		{Echo: webrtcapm.EchoMobile, EchoFilterLength: 100 * time.Millisecond},
+		{Echo: webrtcapm.EchoOff, EchoInitialState: time.Second},
 	} {
 		if p, err := webrtcapm.New(cfg); err == nil {
 			p.Close()
@@ -162,44 +168,87 @@ func bestLag(in, out []float32, rate, maxLag int) (int, float64) {
 }
 
 // TestCancelsEcho: at 16 and 48 kHz, real speech through a simulated laptop comes out
-// at least 25 dB quieter once AEC3 has converged, and its statistics are filled in.
+// at least 25 dB quieter once AEC3 has converged, and its statistics are filled in;
+// with the library's settings and with a longer filter and a shorter initial state.
 func TestCancelsEcho(t *testing.T) {
 	for _, rate := range []int{16000, 48000} {
-		t.Run(fmt.Sprint(rate), func(t *testing.T) {
-			far := speech(t, "jfk.wav", rate)
-			path, err := room.New(room.Config{Delay: 30 * time.Millisecond, GainDB: -6, RT60: 300 * time.Millisecond, Rate: rate, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			mic := path.Process(far)
-			p := newProcessor(t, webrtcapm.Config{SampleRate: rate})
-			p.SetStreamDelay(30 * time.Millisecond)
-			n := p.FrameSize()
-			var echo, out float64
-			for i := 0; i+n <= len(far); i += n {
-				frame := append([]float32(nil), mic[i:i+n]...)
-				if err := p.ProcessRender(far[i : i+n]); err != nil {
-					t.Fatal(err)
+		for _, tuned := range []webrtcapm.Config{{}, {EchoFilterLength: 104 * time.Millisecond, EchoInitialState: 500 * time.Millisecond}} {
+			t.Run(fmt.Sprintf("%d/%v,%v", rate, tuned.EchoFilterLength, tuned.EchoInitialState), func(t *testing.T) {
+				far := speech(t, "jfk.wav", rate)
+				mic := laptop(t, far, rate)
+				tuned.SampleRate = rate
+				p := newProcessor(t, tuned)
+				out := cancel(t, p, far, mic)
+				from := 2 * rate
+				reduction := 10 * math.Log10(energy(mic[from:len(out)])/energy(out[from:]))
+				s := p.Stats()
+				t.Logf("echo reduced by %.1f dB after 2 s; stats %+v", reduction, s)
+				if reduction < 25 {
+					t.Errorf("echo reduced by %.1f dB, want ≥ 25", reduction)
 				}
-				if err := p.ProcessCapture(frame); err != nil {
-					t.Fatal(err)
+				if !s.EchoReturnLoss.OK || !s.EchoReturnLossEnhancement.OK || !s.Delay.OK || !s.ResidualEchoLikelihood.OK {
+					t.Errorf("statistics missing: %+v", s)
 				}
-				if i >= 2*rate {
-					echo += energy(mic[i : i+n])
-					out += energy(frame)
-				}
-			}
-			reduction := 10 * math.Log10(echo/out)
-			s := p.Stats()
-			t.Logf("echo reduced by %.1f dB after 2 s; stats %+v", reduction, s)
-			if reduction < 25 {
-				t.Errorf("echo reduced by %.1f dB, want ≥ 25", reduction)
-			}
-			if !s.EchoReturnLoss.OK || !s.EchoReturnLossEnhancement.OK || !s.Delay.OK || !s.ResidualEchoLikelihood.OK {
-				t.Errorf("statistics missing: %+v", s)
-			}
-		})
+			})
+		}
 	}
+}
+
+// TestTunedAEC3IsTheLibrarys: AEC3 made by our own factory with the library's filter
+// length and initial state given explicitly cancels sample for sample as the one
+// AudioProcessing makes itself, so the factory builds the same canceller; other
+// settings change the output.
+func TestTunedAEC3IsTheLibrarys(t *testing.T) {
+	const rate = 16000
+	far := speech(t, "jfk.wav", rate)
+	mic := laptop(t, far, rate)
+	builtIn := cancel(t, newProcessor(t, webrtcapm.Config{}), far, mic)
+	same := cancel(t, newProcessor(t, webrtcapm.Config{EchoFilterLength: 52 * time.Millisecond, EchoInitialState: 2500 * time.Millisecond}), far, mic)
+	other := cancel(t, newProcessor(t, webrtcapm.Config{EchoFilterLength: 104 * time.Millisecond}), far, mic)
+	for i := range builtIn {
+		if builtIn[i] != same[i] {
+			t.Fatalf("sample %d: %g from the library's own AEC3, %g from ours with its settings", i, builtIn[i], same[i])
+		}
+	}
+	differ := 0
+	for i := range builtIn {
+		if builtIn[i] != other[i] {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Error("a 104 ms filter changed nothing")
+	}
+}
+
+// laptop is far heard through the simulated laptop: 30 ms, −6 dB, RT60 300 ms.
+func laptop(t testing.TB, far []float32, rate int) []float32 {
+	t.Helper()
+	path, err := room.New(room.Config{Delay: 30 * time.Millisecond, GainDB: -6, RT60: 300 * time.Millisecond, Rate: rate, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path.Process(far)
+}
+
+// cancel runs far and mic through p frame by frame with the path's delay as the hint;
+// the output is as long as the whole frames of mic.
+func cancel(t testing.TB, p *webrtcapm.Processor, far, mic []float32) []float32 {
+	t.Helper()
+	p.SetStreamDelay(30 * time.Millisecond)
+	n := p.FrameSize()
+	var out []float32
+	for i := 0; i+n <= len(far); i += n {
+		frame := append([]float32(nil), mic[i:i+n]...)
+		if err := p.ProcessRender(far[i : i+n]); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ProcessCapture(frame); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, frame...)
+	}
+	return out
 }
 
 func energy(x []float32) float64 {
