@@ -326,13 +326,22 @@ func liveOnLaptop(t *testing.T, cfg Config, eng *Engines, srv *pulsetest.Server,
 			}
 		}
 		ended(play(bargeIn))
+		// The next agent turn is the second answer, stopped by the barge-in or not; the
+		// barge-in's reply comes after it. (An unstopped second answer is no reply to
+		// it: ending the session then lost the barge-in's user turn whenever its
+		// transcript came after the answer's end.)
+		secondAnswer, ok := wait()
+		if !ok {
+			fail("the second answer never ended")
+			return
+		}
 		for {
 			a, ok := wait()
 			if !ok {
 				fail("no reply to the barge-in")
 				return
 			}
-			if a.InReplyTo > first.InReplyTo+1 && !a.Interrupted {
+			if a.InReplyTo > secondAnswer.InReplyTo && !a.Interrupted {
 				return // the barge-in was answered
 			}
 		}

@@ -245,11 +245,28 @@ func TestSoundsOverTheAgent(t *testing.T) {
 	sounds := overlapSounds(t, cache)
 	question := filepath.Join(testenv.SharedDir(t), "audio", "v2j_what_time_is_it.wav")
 
-	// The question alone, to find where the agent answers.
-	ref, _ := replayOverlap(t, cfg, writeScenario(t, 8, question, 0.5))
+	// The sounds fall in the agent's first answer (turn 2). PARLEY_OVERLAP_ANSWER=2 puts
+	// them in its second (turn 4), to a second question asked a second after the first
+	// answer ends: on the simulated laptop the canceller has then heard the agent for a
+	// whole answer.
+	base, turn, from := []any{question, 0.5}, 2, time.Duration(0)
+	if os.Getenv("PARLEY_OVERLAP_ANSWER") == "2" {
+		first, _ := replayOverlap(t, cfg, writeScenario(t, 8, base...))
+		end := -1
+		for i, l := range levels(agentAudio(t, first)) {
+			if l > -50 {
+				end = i
+			}
+		}
+		from = at(end+1) + time.Second
+		lamp := filepath.Join(testenv.SharedDir(t), "audio", "v2j_turn_on_living_room_lamp.wav")
+		base, turn = append(base, lamp, from.Seconds()), 4
+	}
+	// The questions alone, to find where the agent answers.
+	ref, _ := replayOverlap(t, cfg, writeScenario(t, 8, base...))
 	speechAt := -1
 	for i, l := range levels(agentAudio(t, ref)) {
-		if l > -50 {
+		if at(i) >= from && l > -50 {
 			speechAt = i
 			break
 		}
@@ -258,16 +275,16 @@ func TestSoundsOverTheAgent(t *testing.T) {
 		t.Fatal("the answer is silent")
 	}
 	place := at(speechAt) + 700*time.Millisecond // well inside the answer
-	t.Logf("the agent answers from %v; sounds start at %v", at(speechAt), place)
+	t.Logf("the agent answers (turn %d) from %v; sounds start at %v", turn, at(speechAt), place)
 
 	var outcomes []overlapOutcome
 	for _, s := range sounds {
 		name := strings.ReplaceAll(fmt.Sprintf("%s %s", s.voice, s.text), " ", "_")
 		t.Run(name, func(t *testing.T) {
 			start := place - s.onset // the sound itself begins at place
-			res, rec := replayOverlap(t, cfg, writeScenario(t, 6, question, 0.5, s.path, start.Seconds()))
-			refAudio := ownReference(t, rec, agentAudio(t, res))
-			o := measureOverlap(t, s, place, res, rec, refAudio)
+			res, rec := replayOverlap(t, cfg, writeScenario(t, 6, append(slices.Clone(base), s.path, start.Seconds())...))
+			refAudio := ownReference(t, rec, agentAudio(t, res), turn, from)
+			o := measureOverlap(t, s, place, res, rec, refAudio, turn)
 			outcomes = append(outcomes, o)
 			if !o.pass() {
 				if !o.sound() {
@@ -316,7 +333,7 @@ func replayOverlap(t *testing.T, cfg Config, scenario string) (*ReplayResult, *r
 	opts := ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, RealClock: real, Observers: []iu.Observer{rec}}
 	// PARLEY_OVERLAP_LAPTOP=1 replays on the simulated laptop (room.Laptop), the echo
 	// cancelled: the sounds then come over the session's first answer, while the
-	// canceller still converges.
+	// canceller still converges, or with PARLEY_OVERLAP_ANSWER=2 over its second.
 	if os.Getenv("PARLEY_OVERLAP_LAPTOP") == "1" {
 		echo := room.Laptop()
 		opts.Echo = &echo
@@ -337,21 +354,22 @@ func agentAudio(t *testing.T, res *ReplayResult) audio.Frame {
 	return f
 }
 
-// ownReference returns what the speaker would have rendered of the agent's answer (turn
-// 2) had nothing been said over it: the turn's chunks (not those of a withdrawn
-// preparation) one after the other, resampled to the output's rate and placed where the
-// rendered output begins them. Each replay is its own reference: espeak-ng does not
-// give the same samples for the same text twice (its noise source and pitch flutter
-// carry state from one synthesis to the next), and how many withdrawn preparations a
-// replay synthesised depends on the order of events that fall on the same virtual
-// instant, so another replay's answer drifts from this one's by tens of milliseconds.
-func ownReference(t *testing.T, rec *record, got audio.Frame) audio.Frame {
+// ownReference returns what the speaker would have rendered of the agent's answer (turn,
+// rendered from the time from on) had nothing been said over it: the turn's chunks (not
+// those of a withdrawn preparation) one after the other, resampled to the output's rate
+// and placed where the rendered output begins them. Each replay is its own reference:
+// espeak-ng does not give the same samples for the same text twice (its noise source
+// and pitch flutter carry state from one synthesis to the next), and how many withdrawn
+// preparations a replay synthesised depends on the order of events that fall on the
+// same virtual instant, so another replay's answer drifts from this one's by tens of
+// milliseconds.
+func ownReference(t *testing.T, rec *record, got audio.Frame, turn int, from time.Duration) audio.Frame {
 	t.Helper()
 	var samples []float32
 	rate := 0
 	for _, id := range rec.order {
 		c := rec.chunks[id]
-		if c.TurnID != 2 || rec.revoked[id] {
+		if c.TurnID != turn || rec.revoked[id] {
 			continue
 		}
 		if rate != 0 && c.Audio.Rate != rate {
@@ -373,10 +391,12 @@ func ownReference(t *testing.T, rec *record, got audio.Frame) audio.Frame {
 	firstSound := func(x []float32) int {
 		return slices.IndexFunc(x, func(v float32) bool { return math.Abs(float64(v)) > 1e-3 })
 	}
-	gotStart, refStart := firstSound(got.Samples), firstSound(samples)
+	skip := min(int(audio.DurationToSamples(from, got.Rate)), len(got.Samples))
+	gotStart, refStart := firstSound(got.Samples[skip:]), firstSound(samples)
 	if gotStart < 0 || refStart < 0 {
 		t.Fatal("the answer is silent")
 	}
+	gotStart += skip
 	// The first sound of each places them within a few samples; the best correlation
 	// over the answer's first 200 ms places them exactly.
 	n := int(audio.DurationToSamples(200*time.Millisecond, got.Rate))
@@ -398,13 +418,14 @@ func ownReference(t *testing.T, rec *record, got audio.Frame) audio.Frame {
 	return ref
 }
 
-func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *ReplayResult, rec *record, refAudio audio.Frame) overlapOutcome {
+// measureOverlap rates what the agent did in its answer turn with s over it.
+func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *ReplayResult, rec *record, refAudio audio.Frame, turn int) overlapOutcome {
 	t.Helper()
 	o := overlapOutcome{s: s, minGain: 0}
-	utts := res.History.Utterances()
-	for _, u := range utts[1:] {
+	for _, u := range res.History.Utterances() {
 		switch {
-		case u.Speaker == dialogue.Agent && u.Interrupted && u.TurnID == 2:
+		case u.TurnID < turn: // the questions and earlier answers
+		case u.Speaker == dialogue.Agent && u.Interrupted && u.TurnID == turn:
 			o.stopped = true
 			o.cutOK = u.Text == heardText(t, rec, u.TurnID)
 		case u.Speaker == dialogue.User && u.Backchannel:
@@ -414,7 +435,7 @@ func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *Repl
 		}
 	}
 	for _, c := range rec.commands {
-		if c.Action == control.Interrupt && c.TurnID == 2 {
+		if c.Action == control.Interrupt && c.TurnID == turn {
 			o.reason = c.Reason
 		}
 	}
@@ -638,7 +659,7 @@ func TestHesitantBargeIns(t *testing.T) {
 	over := func(t *testing.T, v voices.Voice, text string, bargeIn bool) (overlapOutcome, *ReplayResult) {
 		s := newOverlapSound(t, v.String(), text, bargeIn, cache.Say(t, v, text))
 		res, rec := replayOverlap(t, cfg, writeScenario(t, 6, question, 0.5, s.path, (place-s.onset).Seconds()))
-		return measureOverlap(t, s, place, res, rec, ownReference(t, rec, agentAudio(t, res))), res
+		return measureOverlap(t, s, place, res, rec, ownReference(t, rec, agentAudio(t, res), 2, 0), 2), res
 	}
 	for _, v := range []voices.Voice{voices.FliteRMS, voices.FestivalKAL} {
 		for _, text := range []string{"go, forward, ten, meters", "turn... off... the light... please"} {
