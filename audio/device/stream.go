@@ -389,8 +389,20 @@ func (s *Stream) close() error {
 		return nil
 	}
 	s.stopping.Store(true)
+	// End the stream before taking paMu: ending it waits for its callback thread, which
+	// libpulse can deadlock for good (a capture stream whose server dies while ALSA's
+	// pulse plugin holds a fragment of shared memory), and a close stuck under paMu would
+	// block every later Open. Ending touches this stream alone; closing it also touches
+	// PortAudio's list of open streams, so that part runs under paMu, and finds the
+	// stream stopped.
+	var err error
+	if C.Pa_IsStreamStopped(s.pa) != 1 {
+		err = paError(C.Pa_AbortStream(s.pa))
+	}
 	paMu.Lock()
-	err := paError(C.Pa_CloseStream(s.pa))
+	if cerr := paError(C.Pa_CloseStream(s.pa)); cerr != nil {
+		err = cerr
+	}
 	paMu.Unlock()
 	s.pa = nil
 	// No callback runs after Pa_CloseStream returned, so the handle can go.
@@ -464,6 +476,9 @@ func (s *Stream) Callbacks() uint64 { return s.callbacks.Load() }
 
 // Active reports whether the stream is running (started and neither stopped nor failed).
 func (s *Stream) Active() bool {
+	if s.stuck.Load() {
+		return false // its end holds mu for good
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pa != nil && C.Pa_IsStreamActive(s.pa) == 1
@@ -478,6 +493,9 @@ type StreamInfo struct {
 
 // Info returns PortAudio's information about the open stream.
 func (s *Stream) Info() StreamInfo {
+	if s.stuck.Load() {
+		return StreamInfo{} // its end holds mu for good
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pa == nil {
@@ -492,6 +510,9 @@ func (s *Stream) Info() StreamInfo {
 
 // Time returns the stream's clock, the one Timing is measured on.
 func (s *Stream) Time() time.Duration {
+	if s.stuck.Load() {
+		return 0 // its end holds mu for good
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pa == nil {
