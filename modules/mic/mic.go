@@ -16,7 +16,8 @@
 // downstream stream time stays true to the microphone's timeline.
 //
 // When the device fails or disappears (the sound server dies, a USB microphone is
-// unplugged), everything captured before is still delivered, and then the module either
+// unplugged), or a stream that delivered audio stops delivering for stallIsLoss (4 s),
+// everything captured before is still delivered, and then the module either
 // stops the network with an error wrapping device.ErrStreamFailed, or, with
 // Config.ContinueOnDeviceLoss, logs the loss, emits silence in real time so that the
 // stream goes on, and tries to reopen the device every Config.ReopenInterval.
@@ -201,6 +202,7 @@ type runner struct {
 	lastBlock   time.Time // when the last capture block arrived (or the capture opened)
 	delivering  bool      // the current capture has delivered audio
 	stallLogged bool
+	stallFrom   time.Time // when the last audio came, while stallLogged
 	lostAt      time.Time // when the device was lost (zero while capturing)
 	silenceNext time.Time // when the next silence frame is due
 	reopenAt    time.Time
@@ -413,6 +415,14 @@ func (r *runner) loop(ctx context.Context) error {
 // watchdog is how long the module waits for captured audio before it checks the stream.
 const watchdog = time.Second
 
+// stallIsLoss is how long a capture that delivered audio may go without any before the
+// device counts as lost. A stream can stall for good without ending: when the sound
+// server dies under a capture stream, libpulse can deadlock ALSA's pulse plugin (see
+// audio/device's TestServerDeath), and a frozen server delivers nothing either. The
+// stall must also have been seen by two watchdog checks, so that a machine waking from
+// sleep, whose first check may come before its first audio, does not count.
+const stallIsLoss = 4 * time.Second
+
 // checkStalled runs when no audio arrived for the watchdog period.
 func (r *runner) checkStalled(ctx context.Context) error {
 	now := r.p.Now()
@@ -423,8 +433,13 @@ func (r *runner) checkStalled(ctx context.Context) error {
 			return r.handleLost(ctx, lost{gen: c.gen})
 		default:
 		}
+		if r.delivering && r.stallLogged && now.Sub(r.stallFrom) >= stallIsLoss {
+			return r.lose(ctx, fmt.Errorf("device: no audio from %q for %v: %w",
+				c.stream.Device().Name, now.Sub(r.stallFrom).Round(time.Millisecond), device.ErrStreamFailed))
+		}
 	}
 	if !r.stallLogged {
+		r.stallFrom = r.lastBlock
 		if r.delivering {
 			r.log.Warn("no audio from the input device", zap.Duration("for", now.Sub(r.lastBlock)))
 		} else {
@@ -522,6 +537,16 @@ func (r *runner) handleLost(ctx context.Context, l lost) error {
 	if cause == nil {
 		return nil // stopped on purpose
 	}
+	return r.lose(ctx, cause)
+}
+
+// lose ends the current capture, whose device failed for cause: it stops the network,
+// or, with ContinueOnDeviceLoss, starts the silence and the reopening.
+func (r *runner) lose(ctx context.Context, cause error) error {
+	lastAudio := r.lastBlock
+	if r.stallLogged {
+		lastAudio = r.stallFrom
+	}
 	// Blocks posted before the loss were delivered ahead of this event (the local
 	// queue is FIFO), so everything captured is in the output once drained.
 	if err := r.drain(ctx); err != nil {
@@ -535,7 +560,9 @@ func (r *runner) handleLost(ctx context.Context, l lost) error {
 	r.log.Error("input device lost; emitting silence and trying to reopen it",
 		zap.Error(cause), zap.Duration("reopen_interval", r.m.cfg.ReopenInterval))
 	r.lostAt = now
-	r.silenceNext = now.Add(r.m.cfg.FrameDuration)
+	// The silence starts where the audio stopped, so that the stream keeps the clock's
+	// time also when the loss took seconds to notice (a stall, a close left behind).
+	r.silenceNext = lastAudio.Add(r.m.cfg.FrameDuration)
 	r.reopenAt = now.Add(r.m.cfg.ReopenInterval)
 	return nil
 }

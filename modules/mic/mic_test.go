@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -244,6 +246,63 @@ func TestDeviceLost(t *testing.T) {
 	t.Logf("%v (after %d frames)", err, len(frames))
 }
 
+// TestFrozenServerIsLost stops the sound server (SIGSTOP) under a capture that delivers:
+// the stream neither delivers nor ends, as when libpulse deadlocks on a dying server.
+// The microphone must take the device for lost instead of waiting for good, and, when it
+// carries on, fill the whole time without audio with silence.
+func TestFrozenServerIsLost(t *testing.T) {
+	for _, carryOn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stop", true: "carry_on"}[carryOn], func(t *testing.T) {
+			srv := pulsetest.New(t)
+			sink := srv.NullSink(t, "room", pulsetest.SinkOptions{Rate: 48000, Channels: 1})
+			if err := srv.SetDefaultSource(context.Background(), sink.Monitor); err != nil {
+				t.Fatal(err)
+			}
+			l := startMic(t, mic.Config{Device: "pulse", Latency: 20 * time.Millisecond, ContinueOnDeviceLoss: carryOn})
+			var frames []audio.Frame
+			for len(frames) < 10 {
+				frames = append(frames, l.next(t, 10*time.Second))
+			}
+			if err := syscall.Kill(srv.Pid(), syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			thaw := func() { _ = syscall.Kill(srv.Pid(), syscall.SIGCONT) }
+			// Cleanups run last first: the server thaws before the others stop it, so
+			// that the ends left behind finish.
+			t.Cleanup(thaw)
+			frozen := time.Now()
+			if !carryOn {
+				err := l.wait(t, 30*time.Second)
+				if !errors.Is(err, device.ErrStreamFailed) || !strings.Contains(err.Error(), "no audio") {
+					t.Fatalf("network error %v, want one wrapping device.ErrStreamFailed that says no audio came", err)
+				}
+				t.Logf("%v after %v", err, time.Since(frozen).Round(time.Millisecond))
+				for f := range l.frames {
+					frames = append(frames, f)
+				}
+				checkFrames(t, frames, l.mic.Dropped() > 0)
+				return
+			}
+			// The silence comes once the loss is noticed, and then covers the stall. The
+			// server thaws then, so that reopening (which waits for a frozen server) can.
+			frozenFrom := len(frames)
+			frames = append(frames, l.next(t, 30*time.Second))
+			noticed := time.Since(frozen)
+			thaw()
+			const frame = 20 * time.Millisecond // mic.Config.FrameDuration's default
+			for len(frames)-frozenFrom < int(noticed/frame) {
+				frames = append(frames, l.next(t, 5*time.Second))
+			}
+			coveredBy := time.Since(frozen)
+			t.Logf("the silence began %v after the server froze and covered that time by %v", noticed.Round(time.Millisecond), coveredBy.Round(time.Millisecond))
+			if coveredBy-noticed > noticed/2 {
+				t.Errorf("the silence covered the %v without audio only by %v: it did not start where the audio stopped", noticed.Round(time.Millisecond), coveredBy.Round(time.Millisecond))
+			}
+			checkFrames(t, frames, true)
+		})
+	}
+}
+
 // TestContinueOnDeviceLoss kills the sound server under a microphone that must carry on:
 // it emits silence on the same timeline, and picks the device up again when a new
 // server appears.
@@ -262,14 +321,20 @@ func TestContinueOnDeviceLoss(t *testing.T) {
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	// Silence keeps coming while the device is gone.
+	// Silence keeps coming while the device is gone, from where the audio stopped: at
+	// once when the stream reports its end, after the mic's stall limit and a close
+	// left behind when libpulse deadlocks instead (see audio/device's TestServerDeath).
 	lostFrom := len(frames)
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) {
-		frames = append(frames, l.next(t, 5*time.Second))
-	}
-	if len(frames)-lostFrom < 20 {
-		t.Fatalf("only %d frames in the second after the device was lost", len(frames)-lostFrom)
+	began := time.Now()
+	for {
+		elapsed, n := time.Since(began), len(frames)-lostFrom
+		if elapsed >= time.Second && n >= int(elapsed/(40*time.Millisecond)) {
+			break // at least half of the frames due
+		}
+		if elapsed > 20*time.Second {
+			t.Fatalf("only %d frames in the %v after the device was lost", n, elapsed.Round(time.Millisecond))
+		}
+		frames = append(frames, l.next(t, 15*time.Second))
 	}
 	// A new server in the same place: the microphone finds the device again.
 	srv2, err := pulsetest.Start(ctx, srv.Dir(), pulsetest.Options{})
