@@ -200,9 +200,9 @@ type runner struct {
 	clock captureClock
 
 	lastBlock   time.Time // when the last capture block arrived (or the capture opened)
+	checkedAt   time.Time // when the watchdog last found no audio
 	delivering  bool      // the current capture has delivered audio
 	stallLogged bool
-	stallFrom   time.Time // when the last audio came, while stallLogged
 	lostAt      time.Time // when the device was lost (zero while capturing)
 	silenceNext time.Time // when the next silence frame is due
 	reopenAt    time.Time
@@ -375,6 +375,9 @@ func (r *runner) loop(ctx context.Context) error {
 				wait = r.m.cfg.StartupGrace
 			}
 			deadline = r.lastBlock.Add(wait)
+			if r.checkedAt.After(r.lastBlock) {
+				deadline = r.checkedAt.Add(wait) // check again after another period
+			}
 		}
 		ev, err := r.p.Next(ctx, deadline)
 		if err != nil {
@@ -433,13 +436,12 @@ func (r *runner) checkStalled(ctx context.Context) error {
 			return r.handleLost(ctx, lost{gen: c.gen})
 		default:
 		}
-		if r.delivering && r.stallLogged && now.Sub(r.stallFrom) >= stallIsLoss {
+		if r.delivering && r.stallLogged && now.Sub(r.lastBlock) >= stallIsLoss {
 			return r.lose(ctx, fmt.Errorf("device: no audio from %q for %v: %w",
-				c.stream.Device().Name, now.Sub(r.stallFrom).Round(time.Millisecond), device.ErrStreamFailed))
+				c.stream.Device().Name, now.Sub(r.lastBlock).Round(time.Millisecond), device.ErrStreamFailed))
 		}
 	}
 	if !r.stallLogged {
-		r.stallFrom = r.lastBlock
 		if r.delivering {
 			r.log.Warn("no audio from the input device", zap.Duration("for", now.Sub(r.lastBlock)))
 		} else {
@@ -447,7 +449,7 @@ func (r *runner) checkStalled(ctx context.Context) error {
 		}
 		r.stallLogged = true
 	}
-	r.lastBlock = now // check again after another period
+	r.checkedAt = now
 	return nil
 }
 
@@ -544,9 +546,6 @@ func (r *runner) handleLost(ctx context.Context, l lost) error {
 // or, with ContinueOnDeviceLoss, starts the silence and the reopening.
 func (r *runner) lose(ctx context.Context, cause error) error {
 	lastAudio := r.lastBlock
-	if r.stallLogged {
-		lastAudio = r.stallFrom
-	}
 	// Blocks posted before the loss were delivered ahead of this event (the local
 	// queue is FIFO), so everything captured is in the output once drained.
 	if err := r.drain(ctx); err != nil {

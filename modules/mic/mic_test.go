@@ -259,7 +259,8 @@ func TestFrozenServerIsLost(t *testing.T) {
 				t.Fatal(err)
 			}
 			l := startMic(t, mic.Config{Device: "pulse", Latency: 20 * time.Millisecond, ContinueOnDeviceLoss: carryOn})
-			var frames []audio.Frame
+			frames := []audio.Frame{l.next(t, 10*time.Second)}
+			firstAt := time.Now()
 			for len(frames) < 10 {
 				frames = append(frames, l.next(t, 10*time.Second))
 			}
@@ -299,6 +300,11 @@ func TestFrozenServerIsLost(t *testing.T) {
 				t.Errorf("the silence covered the %v without audio only by %v: it did not start where the audio stopped", noticed.Round(time.Millisecond), coveredBy.Round(time.Millisecond))
 			}
 			checkFrames(t, frames, true)
+			// The stream keeps the clock's time: no stretch left out, none emitted twice.
+			streamed := audio.SamplesToDuration(frames[len(frames)-1].End()-frames[0].Start, audio.PipelineRate)
+			if wall := time.Since(firstAt); streamed < wall-300*time.Millisecond || streamed > wall+300*time.Millisecond {
+				t.Errorf("%v of audio in %v since the first frame", streamed.Round(time.Millisecond), wall.Round(time.Millisecond))
+			}
 		})
 	}
 }
