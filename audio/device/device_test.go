@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -381,6 +382,55 @@ func TestStuckStreamLeavesPortAudioUsable(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("opening PortAudio again waits for the stuck stream")
+	}
+}
+
+// TestFrozenServerOpen: PortAudio's device scan waits for the sound server without a
+// limit, so a frozen server (SIGSTOP) must make Open fail with ErrStuck instead of
+// holding its caller; once the server answers again, Open works. The frozen Open runs
+// in a child process: PortAudio scans only when no Host is open in the process, and
+// other tests leave it initialised.
+func TestFrozenServerOpen(t *testing.T) {
+	if os.Getenv("PARLEY_DEVICE_FROZEN") != "" {
+		began := time.Now()
+		_, err := device.Open(device.Options{})
+		if !errors.Is(err, device.ErrStuck) {
+			t.Fatalf("Open with the sound server frozen: %v after %v, want ErrStuck", err, time.Since(began).Round(time.Millisecond))
+		}
+		t.Logf("%v after %v", err, time.Since(began).Round(time.Millisecond))
+		return
+	}
+	srv, _ := withSink(t)
+	if err := syscall.Kill(srv.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thaw := func() { _ = syscall.Kill(srv.Pid(), syscall.SIGCONT) }
+	t.Cleanup(thaw) // before the server's own cleanup stops it
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFrozenServerOpen$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "PARLEY_DEVICE_FROZEN=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the frozen Open (in a child process): %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "did not answer") {
+			t.Log(strings.TrimSpace(line))
+		}
+	}
+	thaw()
+	h := openHost(t)
+	d, err := h.Find("pulse", device.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := h.OpenOutput(device.StreamConfig{Device: d}, func(b []float32, _ int, _ device.Timing, _ device.Flags) { clear(b) })
+	if err != nil {
+		t.Fatalf("opening a stream once the server answers again: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

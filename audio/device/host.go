@@ -69,14 +69,26 @@ func Open(opts Options) (*Host, error) {
 			_ = os.Setenv("JACK_NO_START_SERVER", "1")
 		}
 	}
-	paMu.Lock()
-	defer paMu.Unlock()
-	quietNative(!opts.Verbose)
-	if err := paError(C.Pa_Initialize()); err != nil {
+	// PortAudio scans the devices here, and ALSA's pulse plugin waits for the sound
+	// server's answer without a limit: a frozen server would hold the caller for good.
+	err := within(openWait, func() error {
+		if err := lockPA(openWait); err != nil {
+			return err
+		}
+		defer unlockPA()
+		quietNative(!opts.Verbose)
+		return paError(C.Pa_Initialize())
+	})
+	if err != nil {
 		return nil, fmt.Errorf("device: initialise PortAudio: %w", err)
 	}
 	return &Host{streams: make(map[*Stream]struct{})}, nil
 }
+
+// openWait bounds Open. A device scan takes well under a second where the audio system
+// answers; one that does not is given up (PortAudio may then end up initialised once
+// more than Hosts were opened, which costs nothing but memory).
+const openWait = 10 * time.Second
 
 // ErrClosed is returned by a Host or Stream used after Close.
 var ErrClosed = errors.New("device: closed")
@@ -106,8 +118,10 @@ func (h *Host) Close() error {
 		return errors.Join(append(errs, fmt.Errorf("device: terminate PortAudio: %w: a stream did not end", ErrStuck))...)
 	}
 	err := within(endWait, func() error {
-		paMu.Lock()
-		defer paMu.Unlock()
+		if err := lockPA(endWait); err != nil {
+			return err
+		}
+		defer unlockPA()
 		return paError(C.Pa_Terminate())
 	})
 	if err != nil {
@@ -176,8 +190,10 @@ func (h *Host) HostAPIs() ([]HostAPI, error) {
 	if err := h.check(); err != nil {
 		return nil, err
 	}
-	paMu.Lock()
-	defer paMu.Unlock()
+	if err := lockPA(lockWait); err != nil {
+		return nil, fmt.Errorf("device: %w", err)
+	}
+	defer unlockPA()
 	n := C.Pa_GetHostApiCount()
 	if n < 0 {
 		return nil, fmt.Errorf("device: host APIs: %w", paError(C.PaError(n)))
@@ -206,8 +222,10 @@ func (h *Host) Devices() ([]Info, error) {
 	if err := h.check(); err != nil {
 		return nil, err
 	}
-	paMu.Lock()
-	defer paMu.Unlock()
+	if err := lockPA(lockWait); err != nil {
+		return nil, fmt.Errorf("device: %w", err)
+	}
+	defer unlockPA()
 	return devicesLocked()
 }
 

@@ -10,16 +10,40 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
-// paMu serialises every call that touches PortAudio's process-wide state (its
+// paLock serialises every call that touches PortAudio's process-wide state (its
 // initialisation count and device tables), which PortAudio does not protect: Pa_Initialize,
 // Pa_Terminate, device and host-API queries, and opening and closing streams. It is the
 // one piece of package-level state, and it exists only because the C library itself is a
-// process-wide singleton; everything Go-side lives in Host and Stream values.
-var paMu sync.Mutex
+// process-wide singleton; everything Go-side lives in Host and Stream values. It is a
+// channel rather than a mutex so that a caller can stop waiting for it: a call the audio
+// system never returns from (a device scan while the sound server is frozen) holds it for
+// good.
+var paLock = make(chan struct{}, 1)
+
+// lockPA takes paLock, waiting at most wait; after that it fails with ErrStuck.
+func lockPA(wait time.Duration) error {
+	select {
+	case paLock <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case paLock <- struct{}{}:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("%w: PortAudio is still busy with a call after %v", ErrStuck, wait)
+	}
+}
+
+func unlockPA() { <-paLock }
+
+// lockWait bounds how long a PortAudio call waits for another one to finish.
+const lockWait = 3 * time.Second
 
 // Version returns PortAudio's version text.
 func Version() string { return C.GoString(C.Pa_GetVersionText()) }
@@ -69,7 +93,7 @@ var (
 )
 
 // paError converts a PortAudio result into an error (nil for paNoError). Call it right
-// after the failing call, under paMu, so that the host error info is the right one.
+// after the failing call, under paLock, so that the host error info is the right one.
 func paError(code C.PaError) error {
 	if code >= 0 {
 		return nil
@@ -83,7 +107,7 @@ func paError(code C.PaError) error {
 }
 
 // quietNative silences (or, with quiet false, restores) ALSA's and JACK's stderr
-// messages. Call it with paMu held, before PortAudio probes devices.
+// messages. Call it with paLock held, before PortAudio probes devices.
 func quietNative(quiet bool) {
 	q := C.int(0)
 	if quiet {

@@ -202,8 +202,10 @@ func (h *Host) Supports(cfg StreamConfig, dir Direction) error {
 	if cfg.Channels == 0 {
 		return errors.New("device: Supports needs a channel count")
 	}
-	paMu.Lock()
-	defer paMu.Unlock()
+	if err := lockPA(lockWait); err != nil {
+		return fmt.Errorf("device: %w", err)
+	}
+	defer unlockPA()
 	var res C.PaError
 	if dir == Input {
 		res = C.Pa_IsFormatSupported(&p, nil, C.double(cfg.SampleRate))
@@ -240,7 +242,10 @@ func (h *Host) open(cfg StreamConfig, dir Direction, in InputFunc, out OutputFun
 		s.handle.Delete()
 		return nil, ErrClosed
 	}
-	paMu.Lock()
+	if err := lockPA(lockWait); err != nil {
+		s.handle.Delete()
+		return nil, fmt.Errorf("device: open %s stream on %q: %w", dir, cfg.Device.Name, err)
+	}
 	restoreEnv := directToServerDevice(cfg.Device, dir)
 	var pa unsafe.Pointer
 	var res C.PaError
@@ -254,7 +259,7 @@ func (h *Host) open(cfg StreamConfig, dir Direction, in InputFunc, out OutputFun
 	if err == nil && !cfg.NormalPriority && isALSA(cfg.Device.Index) {
 		C.parley_alsa_realtime(pa, 1)
 	}
-	paMu.Unlock()
+	unlockPA()
 	if err != nil {
 		s.handle.Delete()
 		return nil, fmt.Errorf("device: open %s stream on %q (%d ch, %g Hz): %w", dir, cfg.Device.Name, cfg.Channels, cfg.SampleRate, err)
@@ -269,7 +274,7 @@ func (h *Host) open(cfg StreamConfig, dir Direction, in InputFunc, out OutputFun
 // plugin, which the "pulse" device is, creates its PulseAudio context when the stream
 // opens, and libpulse takes the default source and sink from PULSE_SOURCE and PULSE_SINK
 // at that moment; os.Setenv reaches C's environment in a cgo program. The environment is
-// the process's, so this runs under paMu, and only around Pa_OpenStream: other streams,
+// the process's, so this runs under paLock, and only around Pa_OpenStream: other streams,
 // later ones included, keep the user's own settings.
 func directToServerDevice(d Info, dir Direction) (restore func()) {
 	if d.ServerDevice == nil {
@@ -290,7 +295,7 @@ func directToServerDevice(d Info, dir Direction) (restore func()) {
 	}
 }
 
-// isALSA reports whether device index belongs to the ALSA host API. Call with paMu held.
+// isALSA reports whether device index belongs to the ALSA host API. Call with paLock held.
 func isALSA(index int) bool {
 	d := C.Pa_GetDeviceInfo(C.PaDeviceIndex(index))
 	if d == nil {
@@ -389,21 +394,23 @@ func (s *Stream) close() error {
 		return nil
 	}
 	s.stopping.Store(true)
-	// End the stream before taking paMu: ending it waits for its callback thread, which
-	// libpulse can deadlock for good (a capture stream whose server dies while ALSA's
-	// pulse plugin holds a fragment of shared memory), and a close stuck under paMu would
-	// block every later Open. Ending touches this stream alone; closing it also touches
-	// PortAudio's list of open streams, so that part runs under paMu, and finds the
-	// stream stopped.
+	// End the stream before taking paLock: ending it waits for its callback thread,
+	// which libpulse can deadlock for good (a capture stream whose server dies while
+	// ALSA's pulse plugin holds a fragment of shared memory), and a close stuck under
+	// paLock would block every later Open. Ending touches this stream alone; closing it
+	// also touches PortAudio's list of open streams, so that part runs under paLock,
+	// and finds the stream stopped.
 	var err error
 	if C.Pa_IsStreamStopped(s.pa) != 1 {
 		err = paError(C.Pa_AbortStream(s.pa))
 	}
-	paMu.Lock()
+	if lerr := lockPA(lockWait); lerr != nil {
+		return fmt.Errorf("device: close %s stream on %q: %w", s.dir, s.device.Name, lerr)
+	}
 	if cerr := paError(C.Pa_CloseStream(s.pa)); cerr != nil {
 		err = cerr
 	}
-	paMu.Unlock()
+	unlockPA()
 	s.pa = nil
 	// No callback runs after Pa_CloseStream returned, so the handle can go.
 	s.handle.Delete()
