@@ -97,6 +97,18 @@ func TestHostLists(t *testing.T) {
 	}
 }
 
+// awaitCallbacks waits until a stream's callback, which counts its calls in calls, has
+// run n times, for at most 5 s.
+func awaitCallbacks(calls *atomic.Int64, n int64) error {
+	for i := 0; calls.Load() < n; i++ {
+		if i > 500 {
+			return fmt.Errorf("only %d callbacks in 5 s", calls.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
 // TestLoopThroughSink plays a tone on the default output (the null sink) while capturing
 // the default input (its monitor), and finds the tone in the capture.
 func TestLoopThroughSink(t *testing.T) {
@@ -261,11 +273,8 @@ func TestServerDeath(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Wait for the stream to run before pulling the plug.
-			for i := 0; calls.Load() < 5; i++ {
-				if i > 500 {
-					t.Fatalf("only %d callbacks in 5 s", calls.Load())
-				}
-				time.Sleep(10 * time.Millisecond)
+			if err := awaitCallbacks(&calls, 5); err != nil {
+				t.Fatal(err)
 			}
 			if err := srv.Kill(); err != nil {
 				t.Fatal(err)
@@ -327,11 +336,8 @@ func TestStuckStreamLeavesPortAudioUsable(t *testing.T) {
 	if err := stuck.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; calls.Load() < 3; i++ {
-		if i > 500 {
-			t.Fatalf("only %d callbacks in 5 s", calls.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := awaitCallbacks(&calls, 3); err != nil {
+		t.Fatal(err)
 	}
 	if err := stuck.Close(); !errors.Is(err, device.ErrStuck) {
 		t.Fatalf("Close of a stream whose callback never returns: %v, want ErrStuck", err)
@@ -364,11 +370,8 @@ func TestStuckStreamLeavesPortAudioUsable(t *testing.T) {
 		if err == nil {
 			err = s.Start()
 		}
-		for i := 0; err == nil && played.Load() < 5; i++ {
-			if i > 500 {
-				err = fmt.Errorf("only %d callbacks in 5 s", played.Load())
-			}
-			time.Sleep(10 * time.Millisecond)
+		if err == nil {
+			err = awaitCallbacks(&played, 5)
 		}
 		if err == nil {
 			err = s.Close()

@@ -545,7 +545,6 @@ func (r *runner) handleLost(ctx context.Context, l lost) error {
 // lose ends the current capture, whose device failed for cause: it stops the network,
 // or, with ContinueOnDeviceLoss, starts the silence and the reopening.
 func (r *runner) lose(ctx context.Context, cause error) error {
-	lastAudio := r.lastBlock
 	// Blocks posted before the loss were delivered ahead of this event (the local
 	// queue is FIFO), so everything captured is in the output once drained.
 	if err := r.drain(ctx); err != nil {
@@ -561,7 +560,7 @@ func (r *runner) lose(ctx context.Context, cause error) error {
 	r.lostAt = now
 	// The silence starts where the audio stopped, so that the stream keeps the clock's
 	// time also when the loss took seconds to notice (a stall, a close left behind).
-	r.silenceNext = lastAudio.Add(r.m.cfg.FrameDuration)
+	r.silenceNext = r.lastBlock.Add(r.m.cfg.FrameDuration)
 	r.reopenAt = now.Add(r.m.cfg.ReopenInterval)
 	return nil
 }
