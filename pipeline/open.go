@@ -110,13 +110,14 @@ func openTTS(name string, cfg tts.Config) (*tts.Module, func() error, error) {
 }
 
 // openCanceller opens the echo canceller engine names, "webrtc" (WebRTC's AEC3, the
-// default) or "speex", with aec.TailGate around it.
+// default; with its linear output, which the overlap module decodes) or "speex", with
+// aec.TailGate around it.
 func openCanceller(engine string) (aec.Canceller, error) {
 	var s *aec.Stream
 	var err error
 	switch engine {
 	case "webrtc", "":
-		s, err = webrtc.New(webrtcapm.Config{})
+		s, err = webrtc.New(webrtcapm.Config{LinearOutput: true})
 	case "speex":
 		s, err = speex.New(speexdsp.Config{})
 	default:

@@ -1,6 +1,7 @@
 // Implementation of apm.h on top of the C++ API of webrtc-audio-processing 1.3.
 #include "apm.h"
 
+#include <array>
 #include <new>
 
 #include "api/audio/echo_canceller3_config.h"
@@ -40,8 +41,8 @@ constexpr size_t kEchoCanceller3Room = 16384;
 // starts from too), with the filter length and initial state changed where set.
 class TunedAec3Factory : public webrtc::EchoControlFactory {
 public:
-	TunedAec3Factory(int filter_blocks, int initial_state_ms)
-	    : filter_blocks_(filter_blocks), initial_state_ms_(initial_state_ms) {}
+	TunedAec3Factory(int filter_blocks, int initial_state_ms, bool linear_output)
+	    : filter_blocks_(filter_blocks), initial_state_ms_(initial_state_ms), linear_output_(linear_output) {}
 	std::unique_ptr<webrtc::EchoControl> Create(int sample_rate_hz, int num_render_channels,
 	                                            int num_capture_channels) override {
 		webrtc::EchoCanceller3Config cfg =
@@ -52,6 +53,9 @@ public:
 		}
 		if (initial_state_ms_ > 0)
 			cfg.filter.initial_state_seconds = initial_state_ms_ / 1000.f;
+		// AEC3 keeps its linear output only when its own config says so; 1.3 does not
+		// pass AudioProcessing's flag on to a factory.
+		cfg.filter.export_linear_aec_output = linear_output_;
 		void *mem = ::operator new(kEchoCanceller3Room);
 		return std::unique_ptr<webrtc::EchoControl>(
 		    new (mem) webrtc::EchoCanceller3(cfg, sample_rate_hz, num_render_channels, num_capture_channels));
@@ -59,6 +63,7 @@ public:
 
 private:
 	int filter_blocks_, initial_state_ms_;
+	bool linear_output_;
 };
 
 } // namespace
@@ -66,6 +71,7 @@ private:
 struct parley_apm {
 	rtc::scoped_refptr<webrtc::AudioProcessing> apm;
 	webrtc::StreamConfig stream;
+	bool linear_output;
 };
 
 static webrtc::AudioProcessing::Config to_config(const parley_apm_config *c) {
@@ -93,6 +99,7 @@ static webrtc::AudioProcessing::Config to_config(const parley_apm_config *c) {
 	cfg.gain_controller2.fixed_digital.gain_db = c->agc2_fixed_gain_db;
 	cfg.gain_controller2.adaptive_digital.enabled = c->agc2_adaptive != 0;
 	cfg.residual_echo_detector.enabled = c->residual_echo_detector != 0;
+	cfg.echo_canceller.export_linear_aec_output = c->aec3_linear_output != 0;
 	return cfg;
 }
 
@@ -105,9 +112,12 @@ extern "C" parley_apm *parley_apm_new(const parley_apm_config *c, int *err) {
 	}
 	// Create hands over an object with no references; the scoped_refptr takes the first.
 	webrtc::AudioProcessingBuilder builder;
-	if (c->echo == PARLEY_APM_ECHO_AEC3 && (c->aec3_filter_blocks > 0 || c->aec3_initial_state_ms > 0))
-		builder.SetEchoControlFactory(
-		    std::make_unique<TunedAec3Factory>(c->aec3_filter_blocks, c->aec3_initial_state_ms));
+	// The linear output needs the factory too: without export_linear_aec_output in
+	// AEC3's own config, 1.3 crashes when AudioProcessing asks for it.
+	if (c->echo == PARLEY_APM_ECHO_AEC3 &&
+	    (c->aec3_filter_blocks > 0 || c->aec3_initial_state_ms > 0 || c->aec3_linear_output))
+		builder.SetEchoControlFactory(std::make_unique<TunedAec3Factory>(
+		    c->aec3_filter_blocks, c->aec3_initial_state_ms, c->aec3_linear_output != 0));
 	p->apm = builder.Create();
 	if (!p->apm) {
 		delete p;
@@ -116,6 +126,7 @@ extern "C" parley_apm *parley_apm_new(const parley_apm_config *c, int *err) {
 	}
 	p->apm->ApplyConfig(to_config(c));
 	p->stream = webrtc::StreamConfig(c->sample_rate, 1);
+	p->linear_output = c->echo == PARLEY_APM_ECHO_AEC3 && c->aec3_linear_output != 0;
 	webrtc::ProcessingConfig pc;
 	pc.input_stream() = p->stream;
 	pc.output_stream() = p->stream;
@@ -150,6 +161,18 @@ extern "C" int parley_apm_process_capture(parley_apm *p, float *frame, int delay
 	// parley_apm_stats_get reports the last frame rather than a stale one.
 	p->apm->GetStatistics();
 	return rc;
+}
+
+extern "C" int parley_apm_linear_output(parley_apm *p, float *out) {
+	if (!p->linear_output)
+		return 0;
+	std::array<float, 160> linear[1];
+	if (!p->apm->GetLinearAecOutput(rtc::ArrayView<std::array<float, 160>>(linear, 1)))
+		return 0;
+	// The library hands it over on its internal scale, that of 16-bit samples.
+	for (size_t i = 0; i < linear[0].size(); i++)
+		out[i] = linear[0][i] / 32768.f;
+	return 1;
 }
 
 extern "C" void parley_apm_stats_get(parley_apm *p, parley_apm_stats *out) {

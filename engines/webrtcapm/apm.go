@@ -100,6 +100,10 @@ type Config struct {
 	// EchoInitialState is how long (in time the far end is active) AEC3 suppresses
 	// conservatively before it relies on its linear filter; 0 keeps the library's 2.5 s.
 	EchoInitialState time.Duration
+	// LinearOutput keeps AEC3's linear filter output for ProcessCaptureLinear: the
+	// microphone with the echo the filter models subtracted, before the suppressor. It
+	// keeps more echo but all of a voice that starts over it (16 kHz only).
+	LinearOutput bool
 }
 
 // MaxEchoFilterLength bounds Config.EchoFilterLength: the filter's cost grows with its
@@ -151,6 +155,9 @@ func (c Config) validate() error {
 	if c.EchoFilterLength < 0 || c.EchoFilterLength > MaxEchoFilterLength {
 		return fmt.Errorf("webrtcapm: echo filter length %v: want 0..%v", c.EchoFilterLength, MaxEchoFilterLength)
 	}
+	if c.LinearOutput && (c.Echo != EchoAEC3 || c.SampleRate != 16000) {
+		return errors.New("webrtcapm: a linear output needs AEC3 at 16000 Hz")
+	}
 	if c.EchoInitialState < 0 || c.EchoInitialState > MaxEchoInitialState {
 		return fmt.Errorf("webrtcapm: echo initial state %v: want 0..%v", c.EchoInitialState, MaxEchoInitialState)
 	}
@@ -174,6 +181,7 @@ type Processor struct {
 	frameSize int
 	latency   time.Duration
 	delayMS   atomic.Int32
+	linear    bool
 }
 
 // New makes a Processor. Close it when done.
@@ -196,6 +204,7 @@ func New(cfg Config) (*Processor, error) {
 		residual_echo_detector:   cbool(!cfg.DisableResidualEchoDetector),
 		aec3_filter_blocks:       C.int((cfg.EchoFilterLength + aec3Block - 1) / aec3Block),
 		aec3_initial_state_ms:    C.int((cfg.EchoInitialState + time.Millisecond - 1) / time.Millisecond),
+		aec3_linear_output:       cbool(cfg.LinearOutput),
 	}
 	switch cfg.Echo {
 	case EchoAEC3:
@@ -216,7 +225,7 @@ func New(cfg Config) (*Processor, error) {
 	if p == nil {
 		return nil, fmt.Errorf("webrtcapm: new: %w", codeError(int(code)))
 	}
-	return &Processor{p: p, rate: cfg.SampleRate, frameSize: cfg.SampleRate / 100, latency: latency(cfg)}, nil
+	return &Processor{p: p, rate: cfg.SampleRate, frameSize: cfg.SampleRate / 100, latency: latency(cfg), linear: cfg.LinearOutput}, nil
 }
 
 // latency is how far the library's output lags its input for a config, as measured
@@ -296,6 +305,29 @@ func (p *Processor) ProcessCapture(near []float32) error {
 	}
 	if rc := C.parley_apm_process_capture(p.p, (*C.float)(&near[0]), C.int(p.delayMS.Load())); rc != 0 {
 		return fmt.Errorf("webrtcapm: capture: %w", codeError(int(rc)))
+	}
+	return nil
+}
+
+// ProcessCaptureLinear is ProcessCapture that also fills linear, as long as near, with
+// the frame's linear filter output (Config.LinearOutput), aligned as near's output is.
+func (p *Processor) ProcessCaptureLinear(near, linear []float32) error {
+	if !p.linear {
+		return errors.New("webrtcapm: capture: the processor keeps no linear output")
+	}
+	if len(linear) != len(near) {
+		return fmt.Errorf("webrtcapm: capture: a linear output of %d samples for %d: %w", len(linear), len(near), ErrFrameSize)
+	}
+	if err := p.ProcessCapture(near); err != nil {
+		return err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.p == nil {
+		return fmt.Errorf("webrtcapm: capture: %w", ErrClosed)
+	}
+	if C.parley_apm_linear_output(p.p, (*C.float)(&linear[0])) == 0 {
+		return errors.New("webrtcapm: capture: the library gave no linear output")
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ typedef struct {
 	int residual_echo_detector; // bool
 	int aec3_filter_blocks;     // AEC3's linear filter length in 4 ms blocks; 0: the library's 13
 	int aec3_initial_state_ms;  // AEC3's initial state; 0: the library's 2500
+	int aec3_linear_output;     // bool: keep AEC3's linear filter output (16 kHz only)
 } parley_apm_config;
 
 typedef struct {
@@ -49,6 +50,10 @@ void parley_apm_free(parley_apm *p);
 // Render frames are only analysed; capture frames are processed in place.
 int parley_apm_analyze_render(parley_apm *p, const float *frame);
 int parley_apm_process_capture(parley_apm *p, float *frame, int delay_ms);
+// parley_apm_linear_output copies the last capture frame's linear filter output (AEC3's
+// own echo estimate subtracted, nothing suppressed) into out, 10 ms; it returns 0 when
+// the processor keeps none (aec3_linear_output off).
+int parley_apm_linear_output(parley_apm *p, float *out);
 
 void parley_apm_stats_get(parley_apm *p, parley_apm_stats *out);
 

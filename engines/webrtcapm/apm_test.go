@@ -55,6 +55,9 @@ func TestConfigErrors(t *testing.T) {
 		{EchoInitialState: webrtcapm.MaxEchoInitialState + time.Millisecond},
 		{Echo: webrtcapm.EchoMobile, EchoFilterLength: 100 * time.Millisecond},
 		{Echo: webrtcapm.EchoOff, EchoInitialState: time.Second},
+		{Echo: webrtcapm.EchoOff, LinearOutput: true},
+		{Echo: webrtcapm.EchoMobile, LinearOutput: true},
+		{SampleRate: 48000, LinearOutput: true},
 	} {
 		if p, err := webrtcapm.New(cfg); err == nil {
 			p.Close()
@@ -83,6 +86,47 @@ func TestFrameSize(t *testing.T) {
 		if err := p.ProcessCapture(make([]float32, rate/100)); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestLinearOutputCalls: ProcessCaptureLinear gives a frame of linear output (the
+// microphone's voice, with no echo to remove) only when the processor keeps it.
+func TestLinearOutputCalls(t *testing.T) {
+	p := newProcessor(t, webrtcapm.Config{})
+	frame := make([]float32, p.FrameSize())
+	if err := p.ProcessCaptureLinear(frame, make([]float32, len(frame))); err == nil {
+		t.Error("a linear output from a processor that keeps none")
+	}
+	p = newProcessor(t, webrtcapm.Config{LinearOutput: true})
+	if err := p.ProcessCaptureLinear(frame, make([]float32, len(frame)-1)); !errors.Is(err, webrtcapm.ErrFrameSize) {
+		t.Errorf("a linear output of the wrong length: %v", err)
+	}
+	var in, lin float64
+	for i := range 50 {
+		near := make([]float32, len(frame))
+		for k := range near {
+			near[k] = float32(0.1 * math.Sin(2*math.Pi*440*float64(i*len(near)+k)/16000))
+		}
+		linear := make([]float32, len(frame))
+		if err := p.ProcessRender(frame); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ProcessCaptureLinear(near, linear); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 10 {
+			for k := range near {
+				in += float64(near[k]) * float64(near[k])
+				lin += float64(linear[k]) * float64(linear[k])
+			}
+		}
+	}
+	if d := 10 * math.Log10(lin/in); math.Abs(d) > 1 {
+		t.Errorf("with no echo the linear output is %.1f dB off the microphone's tone", d)
+	}
+	p.Close()
+	if err := p.ProcessCaptureLinear(frame, make([]float32, len(frame))); !errors.Is(err, webrtcapm.ErrClosed) {
+		t.Errorf("after Close: %v", err)
 	}
 }
 

@@ -61,6 +61,27 @@ type Engine interface {
 	Close() error
 }
 
+// LinearEngine is an Engine that also gives its linear filter's output.
+type LinearEngine interface {
+	Engine
+	// ProcessCaptureLinear is ProcessCapture that also fills linear (as long as near)
+	// with the frame's linear filter output, aligned as near's output is.
+	ProcessCaptureLinear(near, linear []float32) error
+}
+
+// LinearCanceller is a Canceller that also gives what its linear filter left: the
+// microphone with the echo the filter models subtracted, nothing suppressed. It holds
+// more echo than Capture's output, but a voice that starts over the echo keeps its
+// onset there, which a suppressor takes away while it cannot yet tell the voice from
+// echo; a recogniser that decodes sounds found in Capture's output hears the voice
+// whole in it.
+type LinearCanceller interface {
+	Canceller
+	// CaptureLinear is Capture that also returns the linear output, aligned with out;
+	// linear is nil when the engine has none.
+	CaptureLinear(near []float32) (out, linear []float32, err error)
+}
+
 // Stats are an engine's own estimates. A figure is known only when its OK is set:
 // engines report different subsets, and most only after they have heard some echo.
 type Stats struct {

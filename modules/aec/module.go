@@ -92,6 +92,23 @@ func (s Status) Summary() string {
 	return str + fmt.Sprintf(" cost %.2f%%", 100*s.Cost.RTF())
 }
 
+// Linear is the payload of the module's linear-output IUs (kind "aec-linear"), sent
+// when its canceller has one (LinearCanceller): the same stretch of the microphone's
+// timeline as the audio.Frame IU that follows it, with only the echo the canceller's
+// linear filter models subtracted. ADD+COMMIT, grounded in the same input frame.
+type Linear struct {
+	Audio audio.Frame
+}
+
+// Kind implements iu.Payload.
+func (Linear) Kind() string { return "aec-linear" }
+
+// Summary implements iu.Payload.
+func (l Linear) Summary() string { return "linear " + l.Audio.Summary() }
+
+// LinearAudio returns the audio.
+func (l Linear) LinearAudio() audio.Frame { return l.Audio }
+
 // Cost is what echo cancellation has cost: processing time (the wall time of the
 // canceller's Render and Capture calls, which is their CPU time on a machine that does
 // not preempt them) for an amount of microphone audio.
@@ -113,7 +130,8 @@ func (c Cost) RTF() float64 {
 // the speaker's played audio (any payload implementing Played), and emits the
 // microphone's audio with the echo of the played audio removed: audio.Frame IUs on the
 // microphone's own timeline, ADD+COMMIT, each grounded in the input frame it came from.
-// The end of the stream is passed on after the last frame.
+// With a LinearCanceller, a Linear IU with the canceller's linear output for the same
+// stretch comes before each. The end of the stream is passed on after the last frame.
 //
 // Alignment. The order of Render and Capture calls is the canceller's clock, so the
 // module puts the played audio on the microphone's timeline: a played sample heard at
@@ -550,7 +568,7 @@ func (r *runner) process(ctx context.Context, force bool) error {
 // cancel renders the reference up to the frame's end, captures the frame and emits the
 // output.
 func (r *runner) cancel(ctx context.Context, id iu.ID, f audio.Frame) error {
-	out, err := r.run(f.End(), f.Samples)
+	out, linear, err := r.run(f.End(), f.Samples)
 	if err != nil {
 		return err
 	}
@@ -560,6 +578,9 @@ func (r *runner) cancel(ctx context.Context, id iu.ID, f audio.Frame) error {
 	if r.skip > 0 {
 		k := min(r.skip, int64(len(out)))
 		out, start, r.skip = out[k:], start+k, r.skip-k
+		if linear != nil {
+			linear = linear[k:]
+		}
 	}
 	if len(out) == 0 {
 		return nil
@@ -569,14 +590,16 @@ func (r *runner) cancel(ctx context.Context, id iu.ID, f audio.Frame) error {
 		g.Captured = f.Captured.Add(-audio.SamplesToDuration(f.Start-start, Rate))
 	}
 	r.flushed = false
-	if err := r.emit(ctx, g, id); err != nil {
+	if err := r.emit(ctx, g, linear, id); err != nil {
 		return err
 	}
 	return r.status(ctx, g.End())
 }
 
 // run feeds the canceller: the reference up to position end, then the capture samples.
-func (r *runner) run(end int64, capture []float32) ([]float32, error) {
+// It returns the cleaned samples and, from a LinearCanceller, the linear output (else
+// nil).
+func (r *runner) run(end int64, capture []float32) (out, linear []float32, err error) {
 	n := end - r.rendered
 	far := make([]float32, n)
 	k := copy(far, r.ref)
@@ -587,19 +610,24 @@ func (r *runner) run(end int64, capture []float32) ([]float32, error) {
 	r.rendered = end
 	began := time.Now()
 	rerr := r.m.c.Render(far)
-	out, cerr := r.m.c.Capture(capture)
+	var cerr error
+	if lc, ok := r.m.c.(LinearCanceller); ok {
+		out, linear, cerr = lc.CaptureLinear(capture)
+	} else {
+		out, cerr = r.m.c.Capture(capture)
+	}
 	r.m.processing.Add(int64(time.Since(began)))
 	r.m.audio.Add(int64(len(capture)))
 	if err := errors.Join(rerr, cerr); err != nil {
 		if out == nil {
-			return nil, err // a closed canceller
+			return nil, nil, err // a closed canceller
 		}
 		// One bad frame passes unprocessed; the stream goes on.
 		if r.failures++; r.failures == 1 || r.failures%100 == 0 {
 			r.log.Warn("echo canceller failed on a frame", zap.Error(err), zap.Int("failures", r.failures))
 		}
 	}
-	return out, nil
+	return out, linear, nil
 }
 
 // flush completes the stream: the canceller's last lat samples of output, pushed out
@@ -611,13 +639,16 @@ func (r *runner) flush(ctx context.Context) error {
 	}
 	r.flushed = true
 	end := r.rendered
-	out, err := r.run(end+r.lat, make([]float32, r.lat))
+	out, linear, err := r.run(end+r.lat, make([]float32, r.lat))
 	if err != nil {
 		return err
 	}
 	start := end - r.lat
 	k := min(r.skip, int64(len(out)))
 	out, start = out[k:], start+k
+	if linear != nil {
+		linear = linear[k:]
+	}
 	r.skip = r.lat
 	if len(out) == 0 {
 		return nil
@@ -626,17 +657,26 @@ func (r *runner) flush(ctx context.Context) error {
 	if f := r.last.f; !f.Captured.IsZero() {
 		g.Captured = f.Captured.Add(audio.SamplesToDuration(start-f.Start, Rate))
 	}
-	return r.emit(ctx, g, r.last.id)
+	return r.emit(ctx, g, linear, r.last.id)
 }
 
-func (r *runner) emit(ctx context.Context, f audio.Frame, from iu.ID) error {
-	var u iu.IU
+// emit sends the cleaned audio f, after the linear output for the same stretch when
+// there is one.
+func (r *runner) emit(ctx context.Context, f audio.Frame, linear []float32, from iu.ID) error {
+	var grounds []iu.ID
 	if from != "" {
-		u = r.p.NewIU(f, from)
-	} else {
-		u = r.p.NewIU(f)
+		grounds = []iu.ID{from}
 	}
-	if err := r.p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
+	var ups []iu.Update
+	if linear != nil {
+		l := f
+		l.Samples = linear
+		u := r.p.NewIU(Linear{Audio: l}, grounds...)
+		ups = append(ups, iu.AddOf(u), iu.CommitOf(u))
+	}
+	u := r.p.NewIU(f, grounds...)
+	ups = append(ups, iu.AddOf(u), iu.CommitOf(u))
+	if err := r.p.Send(ctx, ups...); err != nil {
 		return fmt.Errorf("aec: %w", err)
 	}
 	return nil

@@ -172,6 +172,14 @@ func (sc scene) echoes() []int {
 // frames and whether the end of the stream was passed on.
 func runScene(t *testing.T, sc scene, eng Engine, cfg Config) ([]audio.Frame, bool, *Module) {
 	t.Helper()
+	out, _, eos, m := runSceneLinear(t, sc, eng, cfg)
+	return out, eos, m
+}
+
+// runSceneLinear is runScene that also returns the Linear IUs' audio, and checks that
+// each comes just before the frame of the same stretch.
+func runSceneLinear(t *testing.T, sc scene, eng Engine, cfg Config) ([]audio.Frame, []audio.Frame, bool, *Module) {
+	t.Helper()
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	v := clock.NewVirtual(start)
 	defer v.Close()
@@ -235,7 +243,7 @@ func runScene(t *testing.T, sc scene, eng Engine, cfg Config) ([]audio.Frame, bo
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	var out []audio.Frame
+	var out, linear []audio.Frame
 	eos := false
 	sink := iu.ModuleFunc{ModuleName: "vad", Fn: func(ctx context.Context, p *iu.Ports) error {
 		for {
@@ -246,10 +254,20 @@ func runScene(t *testing.T, sc scene, eng Engine, cfg Config) ([]audio.Frame, bo
 			for _, up := range ev.Message.Updates {
 				mu.Lock()
 				switch pl := up.IU.Payload.(type) {
+				case Linear:
+					if up.Type == iu.Add {
+						if len(linear) != len(out) {
+							t.Errorf("linear audio %s after another", pl.Summary())
+						}
+						linear = append(linear, pl.LinearAudio())
+					}
 				case audio.Frame:
 					if up.Type == iu.Add {
 						if eos {
 							t.Errorf("frame %s after the end of the stream", pl.Summary())
+						}
+						if n := len(linear); n > 0 && (n != len(out)+1 || linear[n-1].Start != pl.Start || linear[n-1].Len() != pl.Len()) {
+							t.Errorf("frame %s without the linear audio of its stretch before it", pl.Summary())
 						}
 						out = append(out, pl)
 					}
@@ -274,7 +292,7 @@ func runScene(t *testing.T, sc scene, eng Engine, cfg Config) ([]audio.Frame, bo
 	if err := net.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return out, eos, m
+	return out, linear, eos, m
 }
 
 func wait(ctx context.Context, p *iu.Ports, until time.Time) error {
@@ -568,6 +586,33 @@ func TestModuleWithoutReference(t *testing.T) {
 	for i := range got {
 		if math.Abs(float64(got[i]-sc.near[i])) > 1e-6 {
 			t.Fatalf("output sample %d = %g, want %g", i, got[i], sc.near[i])
+		}
+	}
+}
+
+// linearSubtractor is the oracle with a linear output: the microphone as it came.
+type linearSubtractor struct{ subtractor }
+
+func (s *linearSubtractor) ProcessCaptureLinear(near, linear []float32) error {
+	copy(linear, near)
+	return s.ProcessCapture(near)
+}
+
+// TestModuleLinearOutput: with a LinearCanceller the module sends, before each frame of
+// cleaned audio, the linear output of the same stretch, on the same timeline.
+func TestModuleLinearOutput(t *testing.T) {
+	const n = 2 * Rate
+	sc := scene{near: noise(n, 3, 0.1), far: noise(n+Rate, 4, 0.3), gain: 0.5, frame: 320, chunk: 160, acoustic: 320,
+		outLat: 20 * time.Millisecond}
+	out, linear, eos, _ := runSceneLinear(t, sc, &linearSubtractor{subtractor{delay: sc.acoustic + early, gain: sc.gain}}, Config{})
+	got, lin := joined(t, out), joined(t, linear)
+	if len(got) != n || len(lin) != n || !eos {
+		t.Fatalf("%d and %d samples out of %d, end of stream %v", len(got), len(lin), n, eos)
+	}
+	mic := sc.mic()
+	for i := range got {
+		if math.Abs(float64(got[i]-sc.near[i])) > 1e-5 || lin[i] != mic[i] {
+			t.Fatalf("sample %d: cleaned %g, linear %g; want %g and %g", i, got[i], lin[i], sc.near[i], mic[i])
 		}
 	}
 }

@@ -30,10 +30,12 @@ type Stream struct {
 	render []float32 // partial render frame
 	in     []float32 // capture samples waiting for a whole frame
 	out    []float32 // processed capture samples not returned yet
+	// linear is the engine's linear output beside out, when it has one.
+	linear []float32
 	closed bool
 }
 
-var _ Canceller = (*Stream)(nil)
+var _ LinearCanceller = (*Stream)(nil)
 
 // NewStream wraps an engine; the Stream owns it from now on and closes it (also when
 // NewStream fails).
@@ -43,13 +45,17 @@ func NewStream(e Engine) (*Stream, error) {
 		e.Close()
 		return nil, fmt.Errorf("aec: engine frame size %d", n)
 	}
-	return &Stream{
+	s := &Stream{
 		e:      e,
 		n:      n,
 		render: make([]float32, 0, n),
 		in:     make([]float32, 0, 2*n),
 		out:    make([]float32, n, 3*n), // the latency: one frame of silence
-	}, nil
+	}
+	if _, ok := e.(LinearEngine); ok {
+		s.linear = make([]float32, n, 3*n)
+	}
+	return s, nil
 }
 
 // Render implements Canceller.
@@ -78,24 +84,49 @@ func (s *Stream) Render(far []float32) error {
 // engine fails on a frame, that frame goes out unprocessed (so the length promise
 // holds), the rest is processed, and the first error is returned.
 func (s *Stream) Capture(near []float32) ([]float32, error) {
+	out, _, err := s.CaptureLinear(near)
+	return out, err
+}
+
+// CaptureLinear implements LinearCanceller: linear is nil unless the engine is a
+// LinearEngine. A frame the engine fails on goes out unprocessed in both.
+func (s *Stream) CaptureLinear(near []float32) (out, linear []float32, err error) {
 	if s.closed {
-		return nil, fmt.Errorf("aec: capture: %w", ErrClosed)
+		return nil, nil, fmt.Errorf("aec: capture: %w", ErrClosed)
 	}
 	start := len(s.in)
 	s.in = append(s.in, near...)
 	sanitize(s.in[start:])
 	var first error
+	le, _ := s.e.(LinearEngine)
 	done := 0
 	for ; len(s.in)-done >= s.n; done += s.n {
+		frame := s.in[done : done+s.n]
 		start := len(s.out)
-		s.out = append(s.out, s.in[done:done+s.n]...)
-		if err := s.e.ProcessCapture(s.out[start:]); err != nil && first == nil {
-			first = fmt.Errorf("aec: capture: %w", err)
-			copy(s.out[start:], s.in[done:done+s.n])
+		s.out = append(s.out, frame...)
+		var err error
+		if le != nil {
+			s.linear = append(s.linear, frame...)
+			err = le.ProcessCaptureLinear(s.out[start:], s.linear[start:])
+		} else {
+			err = s.e.ProcessCapture(s.out[start:])
+		}
+		if err != nil {
+			if first == nil {
+				first = fmt.Errorf("aec: capture: %w", err)
+			}
+			copy(s.out[start:], frame)
+			if le != nil {
+				copy(s.linear[start:], frame)
+			}
 		}
 	}
 	s.in = append(s.in[:0], s.in[done:]...)
-	return s.take(len(near)), first
+	out = take(&s.out, len(near))
+	if le != nil {
+		linear = take(&s.linear, len(near))
+	}
+	return out, linear, first
 }
 
 // sanitize replaces samples that are not finite by silence.
@@ -107,11 +138,12 @@ func sanitize(x []float32) {
 	}
 }
 
-// take returns the next n output samples; there are always enough (see Stream).
-func (s *Stream) take(n int) []float32 {
+// take returns the next n samples of buf and drops them from it; there are always
+// enough (see Stream).
+func take(buf *[]float32, n int) []float32 {
 	res := make([]float32, n)
-	copy(res, s.out)
-	s.out = append(s.out[:0], s.out[n:]...)
+	copy(res, *buf)
+	*buf = append((*buf)[:0], (*buf)[n:]...)
 	return res
 }
 

@@ -233,3 +233,64 @@ func TestStreamNonFinite(t *testing.T) {
 		t.Fatalf("output %v, want %v", out, want)
 	}
 }
+
+// thirder is a halver whose linear output is a third of the frame.
+type thirder struct{ halver }
+
+func (h *thirder) ProcessCaptureLinear(near, linear []float32) error {
+	for i := range near {
+		linear[i] = near[i] / 3
+	}
+	return h.ProcessCapture(near)
+}
+
+// TestStreamLinear: a LinearEngine's linear output comes out beside the cleaned audio,
+// as long and as late; a frame the engine fails on goes out unprocessed in both; and
+// through a TailGate both stay aligned. A plain engine gives none.
+func TestStreamLinear(t *testing.T) {
+	h := &thirder{halver{n: 160, failAt: 3}}
+	s, err := NewStream(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewTailGate(s, TailConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := ramp(5000)
+	var out, lin []float32
+	for rest, i := in, 0; len(rest) > 0; i++ {
+		k := min(len(rest), []int{7, 500, 33, 160}[i%4])
+		o, l, err := g.CaptureLinear(rest[:k])
+		if err != nil && h.frames != h.failAt {
+			t.Fatal(err)
+		}
+		if len(o) != k || len(l) != k {
+			t.Fatalf("CaptureLinear(%d samples) returned %d and %d", k, len(o), len(l))
+		}
+		out, lin = append(out, o...), append(lin, l...)
+		rest = rest[k:]
+	}
+	lat := g.LatencySamples()
+	for i := lat; i < len(lin); i++ {
+		want := in[i-lat] / 3
+		if frame := (i - lat) / 160; frame == h.failAt-1 {
+			want = in[i-lat]
+		}
+		if lin[i] != want {
+			t.Fatalf("linear[%d] = %g, want %g", i, lin[i], want)
+		}
+	}
+	if _, l, _ := mustStream(t, &halver{n: 160}).CaptureLinear(ramp(320)); l != nil {
+		t.Error("a linear output from an engine without one")
+	}
+}
+
+func mustStream(t *testing.T, e Engine) *Stream {
+	t.Helper()
+	s, err := NewStream(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

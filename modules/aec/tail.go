@@ -57,6 +57,9 @@ type TailGate struct {
 	block   int64   // the block the last returned sample belonged to
 	amp     float64 // its amplitude gain, and the block's before it
 	prevAmp float64
+	// linear is the inner canceller's linear output beside out (ungated: the tail is
+	// the suppressor's to judge), when it has one.
+	linear []float32
 }
 
 // inputBlock is what the gate knows of one input block before its output is weighed.
@@ -108,7 +111,7 @@ const (
 	maxAhead = Rate
 )
 
-var _ Canceller = (*TailGate)(nil)
+var _ LinearCanceller = (*TailGate)(nil)
 
 // NewTailGate wraps c, which the gate owns from now on: its Close closes c, and so
 // does a failing NewTailGate.
@@ -119,14 +122,18 @@ func NewTailGate(c Canceller, cfg TailConfig) (*TailGate, error) {
 	}
 	inner := latencySamples(c)
 	perBlock := 60 / cfg.RT60.Seconds() / 100 // dB
-	return &TailGate{
+	g := &TailGate{
 		c: c, cfg: cfg, inner: inner, decay: math.Pow(10, -perBlock/10),
 		delayed: make([]blockPower, 1),
 		// The first block of output is silence (the gate's lag), as if it came before
 		// the stream: position −gateBlock.
 		out: make([]float32, gateBlock), outPos: -gateBlock,
 		block: math.MinInt64, amp: 1, prevAmp: 1,
-	}, nil
+	}
+	if _, ok := c.(LinearCanceller); ok {
+		g.linear = make([]float32, gateBlock)
+	}
+	return g, nil
 }
 
 // Render implements Canceller.
@@ -144,9 +151,28 @@ func (g *TailGate) Render(far []float32) error {
 
 // Capture implements Canceller.
 func (g *TailGate) Capture(near []float32) ([]float32, error) {
-	out, err := g.c.Capture(near)
+	out, _, err := g.CaptureLinear(near)
+	return out, err
+}
+
+// CaptureLinear implements LinearCanceller: the inner canceller's linear output, as
+// late as the gated output; nil when it has none.
+func (g *TailGate) CaptureLinear(near []float32) ([]float32, []float32, error) {
+	var out, linear []float32
+	var err error
+	if lc, ok := g.c.(LinearCanceller); ok {
+		out, linear, err = lc.CaptureLinear(near)
+	} else {
+		out, err = g.c.Capture(near)
+	}
 	if out == nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if g.linear != nil && linear != nil {
+		g.linear = append(g.linear, linear...)
+		linear = take(&g.linear, len(near))
+	} else {
+		linear = nil
 	}
 	g.mic = append(g.mic, near...)
 	for len(g.mic) >= gateBlock {
@@ -162,7 +188,7 @@ func (g *TailGate) Capture(near []float32) ([]float32, error) {
 	}
 	g.out = append(g.out[:0], g.out[len(near):]...)
 	g.outPos += int64(len(near))
-	return res, err
+	return res, linear, err
 }
 
 // inputBlock takes one block's reference and microphone power.

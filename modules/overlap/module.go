@@ -20,7 +20,13 @@ type Recognizer interface {
 }
 
 // Module is the overlap module. It consumes the user's audio (audio.Frame IUs, 16 kHz
-// mono) and the VAD's candidates and segments, and produces Evidence IUs.
+// mono) and the VAD's candidates and segments, and produces Evidence IUs. When its
+// audio comes from an echo canceller that also sends its linear filter's output
+// (linearAudio IUs, sent before the audio.Frame of the same stretch), it decodes that
+// instead: the canceller's suppressor takes the first 100–250 ms of a voice that starts
+// over the agent's, and the linear output keeps them. It keeps a residue of the agent's
+// voice too, so the sound's acoustics and its end are still judged on the cleaned
+// audio, as the VAD hears it.
 type Module struct {
 	name string
 	cfg  Config
@@ -47,15 +53,26 @@ type runner struct {
 	p   *iu.Ports
 	log *zap.Logger
 
-	hop, first, preRoll, maxSound, endSilence int64
+	hop, first, preRoll, linearPreRoll, maxSound, endSilence int64
 
-	// recent is the latest audio (enough for a pre-roll), from stream position recentAt.
-	recent   []float32
-	recentAt int64
-	pos      int64 // stream position after the last sample received
+	// recent is the latest audio (enough for a pre-roll), from stream position recentAt,
+	// and recentLinear the linear output beside it (when linear).
+	recent       []float32
+	recentLinear []float32
+	recentAt     int64
+	pos          int64 // stream position after the last sample received
 
 	cur  *sound
 	jobs int
+	// linear: the audio comes with the canceller's linear output, which is decoded;
+	// nextLinear is the linear output for the audio.Frame that comes next.
+	linear     bool
+	nextLinear audio.Frame
+}
+
+// linearAudio is an echo canceller's linear output (aec.Linear).
+type linearAudio interface {
+	LinearAudio() audio.Frame
 }
 
 // sound is the one sound being followed.
@@ -65,8 +82,11 @@ type sound struct {
 	start   int64 // stream position where the sound began
 	from    int64 // stream position of samples[0] (the pre-roll's start)
 	samples []float32
-	an      *analyzer
-	ac      acoustics
+	// linear is the canceller's linear output beside samples, what is decoded (nil
+	// without one: samples are decoded).
+	linear []float32
+	an     *analyzer
+	ac     acoustics
 	// analysed is the stream position up to which frames were analysed.
 	analysed int64
 	// decodedTo is the end of the audio the last decode started covered; decoding is
@@ -91,7 +111,7 @@ type decoded struct {
 func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	n := func(d time.Duration) int64 { return audio.DurationToSamples(d, audio.PipelineRate) }
 	r := &runner{m: m, p: p, log: p.Logger(),
-		hop: n(m.cfg.Hop), first: n(m.cfg.FirstDecode), preRoll: n(m.cfg.PreRoll),
+		hop: n(m.cfg.Hop), first: n(m.cfg.FirstDecode), preRoll: n(m.cfg.PreRoll), linearPreRoll: n(m.cfg.LinearPreRoll),
 		maxSound: n(m.cfg.MaxSound), endSilence: n(m.cfg.EndSilence)}
 	for {
 		ev, err := p.Next(ctx, time.Time{})
@@ -126,9 +146,18 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 
 func (r *runner) update(ctx context.Context, up iu.Update) error {
 	switch pl := up.IU.Payload.(type) {
+	case linearAudio:
+		if up.Type == iu.Add {
+			r.linear, r.nextLinear = true, pl.LinearAudio()
+		}
 	case audio.Frame:
 		if up.Type == iu.Add {
-			return r.frame(ctx, pl)
+			lin := r.nextLinear
+			r.nextLinear = audio.Frame{}
+			if lin.Start != pl.Start || lin.Len() != pl.Len() {
+				lin.Samples = pl.Samples // none for this stretch: the audio stands in
+			}
+			return r.frame(ctx, pl, lin.Samples)
 		}
 	case vad.Candidate:
 		switch up.Type {
@@ -165,53 +194,80 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 
 func dur(n int64) time.Duration { return audio.SamplesToDuration(n, audio.PipelineRate) }
 
-// frame takes in user audio: it keeps the recent past for pre-rolls and feeds the sound
-// being followed.
-func (r *runner) frame(ctx context.Context, f audio.Frame) error {
+// frame takes in user audio, and the linear output beside it when r.linear: it keeps
+// the recent past for pre-rolls and feeds the sound being followed.
+func (r *runner) frame(ctx context.Context, f audio.Frame, linear []float32) error {
 	if f.Rate != audio.PipelineRate || f.Channels != 1 {
 		return fmt.Errorf("overlap: audio %s: want %d Hz mono", f.Summary(), audio.PipelineRate)
 	}
 	if f.Start != r.pos || len(r.recent) == 0 {
 		// The first frame, or a gap: the recent past starts here.
-		r.recent, r.recentAt = r.recent[:0], f.Start
+		r.recent, r.recentLinear, r.recentAt = r.recent[:0], r.recentLinear[:0], f.Start
 	}
 	r.recent = append(r.recent, f.Samples...)
+	if r.linear {
+		// Audio from before the first linear output stands in for it.
+		r.recentLinear = append(r.recentLinear, r.recent[len(r.recentLinear):len(r.recent)-len(linear)]...)
+		r.recentLinear = append(r.recentLinear, linear...)
+	}
 	r.pos = f.End()
-	if keep := r.preRoll + int64(audio.PipelineRate); int64(len(r.recent)) > 2*keep {
+	if keep := max(r.preRoll, r.linearPreRoll) + int64(audio.PipelineRate); int64(len(r.recent)) > 2*keep {
 		drop := int64(len(r.recent)) - keep
 		r.recent = append(r.recent[:0], r.recent[drop:]...)
+		if r.linear {
+			r.recentLinear = append(r.recentLinear[:0], r.recentLinear[drop:]...)
+		}
 		r.recentAt += drop
 	}
 	if s := r.cur; s != nil && !s.closed {
-		r.feed(s, f.Start, f.Samples)
+		r.feed(s, f.Start, f.Samples, linear)
 		return r.analyse(ctx, s)
 	}
 	return nil
 }
 
-// feed appends audio at stream position at to the sound (what it already has is skipped).
-func (r *runner) feed(s *sound, at int64, samples []float32) {
+// feed appends audio at stream position at, and the linear output beside it, to the
+// sound (what it already has is skipped).
+func (r *runner) feed(s *sound, at int64, samples, linear []float32) {
+	if r.linear && len(s.linear) < len(s.samples) {
+		// The linear output began during the sound: the audio stands in before it.
+		s.linear = append(s.linear, s.samples[len(s.linear):]...)
+	}
 	end := s.end()
 	if at+int64(len(samples)) <= end {
 		return
 	}
 	if at > end {
-		s.samples = append(s.samples, make([]float32, at-end)...) // lost audio: silence
+		gap := make([]float32, at-end) // lost audio: silence
+		s.samples = append(s.samples, gap...)
+		if r.linear {
+			s.linear = append(s.linear, gap...)
+		}
 	} else {
-		samples = samples[end-at:]
+		samples, linear = samples[end-at:], linear[end-at:]
 	}
 	s.samples = append(s.samples, samples...)
+	if r.linear {
+		s.linear = append(s.linear, linear...)
+	}
 }
 
 // begin starts following a sound that began at stream time start (the VAD IU id
 // grounds it).
 func (r *runner) begin(ctx context.Context, id iu.ID, start time.Duration) error {
 	st := audio.DurationToSamples(start, audio.PipelineRate)
-	from := max(st-r.preRoll, r.recentAt)
+	preRoll := r.preRoll
+	if r.linear {
+		preRoll = r.linearPreRoll
+	}
+	from := max(st-preRoll, r.recentAt)
 	s := &sound{start: st, from: from, an: newAnalyzer(), analysed: st, decodedTo: st}
 	s.ev = Evidence{Start: start}
 	if from < r.pos {
 		s.samples = append(s.samples, r.recent[from-r.recentAt:]...)
+		if r.linear {
+			s.linear = append(s.linear, r.recentLinear[from-r.recentAt:]...)
+		}
 	}
 	r.cur = s
 	s.u = r.p.NewIU(s.ev, id)
@@ -289,7 +345,11 @@ func (r *runner) decode(ctx context.Context, s *sound, end int64) {
 	r.jobs++
 	seq := r.jobs
 	s.decoding, s.decodedTo = seq, end
-	samples := s.samples[: end-s.from : end-s.from]
+	samples := s.samples
+	if r.linear {
+		samples = s.linear
+	}
+	samples = samples[: end-s.from : end-s.from]
 	rec := r.m.rec
 	r.p.Go(func() {
 		hyp, err := rec.FinalOf(ctx, samples)

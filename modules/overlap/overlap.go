@@ -29,8 +29,12 @@ type Config struct {
 	Hop time.Duration `yaml:"hop"`
 	// FirstDecode is how much of the sound the first decode waits for (100 ms).
 	FirstDecode time.Duration `yaml:"first_decode"`
-	// PreRoll is audio before the sound's (padded) start that each decode includes.
-	PreRoll time.Duration `yaml:"pre_roll"`
+	// PreRoll is audio before the sound's (padded) start that each decode includes;
+	// LinearPreRoll the same for an echo canceller's linear output (300 ms): the VAD,
+	// hearing the suppressed audio, finds a voice over the agent's 100–300 ms after it
+	// began, and the linear output still has that beginning.
+	PreRoll       time.Duration `yaml:"pre_roll"`
+	LinearPreRoll time.Duration `yaml:"linear_pre_roll"`
 	// MaxSound ends the decoding of a sound that goes on this long: the manager has long
 	// decided by then (1.5 s).
 	MaxSound time.Duration `yaml:"max_sound"`
@@ -45,11 +49,12 @@ type Config struct {
 // DefaultConfig returns the defaults (disabled: pipeline turns it on).
 func DefaultConfig() Config {
 	return Config{
-		Hop:         40 * time.Millisecond,
-		FirstDecode: 100 * time.Millisecond,
-		PreRoll:     150 * time.Millisecond,
-		MaxSound:    1500 * time.Millisecond,
-		EndSilence:  100 * time.Millisecond,
+		Hop:           40 * time.Millisecond,
+		FirstDecode:   100 * time.Millisecond,
+		PreRoll:       150 * time.Millisecond,
+		LinearPreRoll: 300 * time.Millisecond,
+		MaxSound:      1500 * time.Millisecond,
+		EndSilence:    100 * time.Millisecond,
 	}
 }
 
@@ -58,8 +63,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Hop <= 0:
 		return fmt.Errorf("overlap: hop %v must be positive", c.Hop)
-	case c.FirstDecode < 0 || c.PreRoll < 0 || c.EndSilence < 0:
-		return fmt.Errorf("overlap: first_decode, pre_roll and end_silence must not be negative")
+	case c.FirstDecode < 0 || c.PreRoll < 0 || c.LinearPreRoll < 0 || c.EndSilence < 0:
+		return fmt.Errorf("overlap: first_decode, pre_roll, linear_pre_roll and end_silence must not be negative")
 	case c.MaxSound < c.FirstDecode:
 		return fmt.Errorf("overlap: max_sound %v is shorter than first_decode %v", c.MaxSound, c.FirstDecode)
 	}

@@ -199,6 +199,19 @@ func (s *scripted) FinalOf(_ context.Context, samples []float32) (asr.Hypothesis
 // feed is a test producer standing in for the source and the VAD: it sends 20 ms audio
 // frames of samples as they would be spoken, and the VAD's IUs at the given times.
 func feed(samples []float32, vadEvents map[time.Duration]func(*iu.Ports, map[string]iu.IU) []iu.Update) iu.Module {
+	return feedLinear(samples, nil, vadEvents)
+}
+
+// linearFrame is a test payload with an echo canceller's linear output.
+type linearFrame struct{ f audio.Frame }
+
+func (l linearFrame) Kind() string             { return "aec-linear" }
+func (l linearFrame) Summary() string          { return l.f.Summary() }
+func (l linearFrame) LinearAudio() audio.Frame { return l.f }
+
+// feedLinear is feed that also sends linear (when not nil) as an echo canceller's
+// linear output, before each frame.
+func feedLinear(samples, linear []float32, vadEvents map[time.Duration]func(*iu.Ports, map[string]iu.IU) []iu.Update) iu.Module {
 	return iu.ModuleFunc{ModuleName: "src", Fn: func(ctx context.Context, p *iu.Ports) error {
 		start := p.Now()
 		ius := map[string]iu.IU{}
@@ -211,8 +224,13 @@ func feed(samples []float32, vadEvents map[time.Duration]func(*iu.Ports, map[str
 					return err
 				}
 			}
+			var ups []iu.Update
+			if linear != nil {
+				l := p.NewIU(linearFrame{audio.Frame{Rate: 16000, Channels: 1, Start: int64(i), Samples: linear[i:end]}})
+				ups = append(ups, iu.AddOf(l), iu.CommitOf(l))
+			}
 			u := p.NewIU(audio.Frame{Rate: 16000, Channels: 1, Start: int64(i), Samples: samples[i:end]})
-			ups := []iu.Update{iu.AddOf(u), iu.CommitOf(u)}
+			ups = append(ups, iu.AddOf(u), iu.CommitOf(u))
 			if ev, ok := vadEvents[audio.SamplesToDuration(int64(end), 16000)]; ok {
 				ups = append(ups, ev(p, ius)...)
 			}
@@ -254,6 +272,11 @@ func sink(out *[]seen, start time.Time) iu.Module {
 
 func run(t *testing.T, rec Recognizer, samples []float32, vadEvents map[time.Duration]func(*iu.Ports, map[string]iu.IU) []iu.Update) []seen {
 	t.Helper()
+	return runLinear(t, rec, samples, nil, vadEvents)
+}
+
+func runLinear(t *testing.T, rec Recognizer, samples, linear []float32, vadEvents map[time.Duration]func(*iu.Ports, map[string]iu.IU) []iu.Update) []seen {
+	t.Helper()
 	start := time.Unix(1000, 0)
 	clk := clock.NewVirtual(start)
 	defer clk.Close()
@@ -265,7 +288,7 @@ func run(t *testing.T, rec Recognizer, samples []float32, vadEvents map[time.Dur
 		t.Fatal(err)
 	}
 	var got []seen
-	if err := net.Add(feed(samples, vadEvents), m, sink(&got, start)); err != nil {
+	if err := net.Add(feedLinear(samples, linear, vadEvents), m, sink(&got, start)); err != nil {
 		t.Fatal(err)
 	}
 	if err := net.ConnectNames("src", "overlap"); err != nil {
@@ -352,6 +375,63 @@ func TestModuleFollowsASound(t *testing.T) {
 	}
 	if endedAt < ms(1000) || endedAt > ms(1040) {
 		t.Errorf("the end was reported at %v: want after the 100 ms end silence", endedAt)
+	}
+}
+
+// keeping is a recogniser that keeps what it was given to decode.
+type keeping struct {
+	mu      sync.Mutex
+	decoded [][]float32
+}
+
+func (k *keeping) FinalOf(_ context.Context, samples []float32) (asr.Hypothesis, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.decoded = append(k.decoded, slices.Clone(samples))
+	return asr.Hypothesis{}, nil
+}
+
+// TestModuleDecodesTheLinearOutput: with an echo canceller's linear output beside the
+// audio, the decodes (pre-roll included) are of the linear output, while the sound's
+// acoustics and its end come from the audio: here the vowel is in the audio only.
+func TestModuleDecodesTheLinearOutput(t *testing.T) {
+	samples := make([]float32, 16000*2)
+	copy(samples[8000:], vowel(130, 400*time.Millisecond, 0.5))
+	linear := make([]float32, len(samples))
+	for i := range linear {
+		linear[i] = float32(i%100) * 1e-4
+	}
+	rec := &keeping{}
+	events := map[time.Duration]func(*iu.Ports, map[string]iu.IU) []iu.Update{
+		ms(540): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
+			ius["cand"] = p.NewIU(vad.Candidate{Start: ms(470), Overlap: true})
+			return []iu.Update{iu.AddOf(ius["cand"])}
+		},
+		ms(800): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
+			ius["seg"] = p.NewIU(vad.Segment{Start: ms(470), Overlap: true})
+			return []iu.Update{iu.CommitOf(ius["cand"]), iu.AddOf(ius["seg"])}
+		},
+		ms(1200): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
+			u := ius["seg"]
+			u.Payload = vad.Segment{Start: ms(470), End: ms(930), Overlap: true}
+			return []iu.Update{iu.CommitOf(u)}
+		},
+	}
+	got := runLinear(t, rec, samples, linear, events)
+	last := got[len(got)-1].ev
+	if last.Sound != Voice || !last.Ended || last.End < ms(900) || last.End > ms(940) {
+		t.Errorf("final evidence %+v: want a voice that ended at 0.9 s", last)
+	}
+	from := int(audio.DurationToSamples(ms(470)-DefaultConfig().LinearPreRoll, 16000))
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.decoded) < 3 {
+		t.Fatalf("%d decodes", len(rec.decoded))
+	}
+	for i, d := range rec.decoded {
+		if !slices.Equal(d, linear[from:from+len(d)]) {
+			t.Fatalf("decode %d (%d samples) is not of the linear output from the pre-roll on", i, len(d))
+		}
 	}
 }
 

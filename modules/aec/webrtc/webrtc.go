@@ -47,13 +47,27 @@ func NewEngine(cfg webrtcapm.Config) (Engine, error) {
 	return Engine{p}, nil
 }
 
-// New makes a canceller that takes blocks of any length (see aec.Stream).
+// New makes a canceller that takes blocks of any length (see aec.Stream); with
+// cfg.LinearOutput it gives AEC3's linear output too (aec.LinearCanceller).
 func New(cfg webrtcapm.Config) (*aec.Stream, error) {
 	e, err := NewEngine(cfg)
 	if err != nil {
 		return nil, err
 	}
+	if cfg.LinearOutput {
+		return aec.NewStream(LinearEngine{e})
+	}
 	return aec.NewStream(e)
+}
+
+// LinearEngine is an Engine made with webrtcapm.Config.LinearOutput, seen as an
+// aec.LinearEngine.
+type LinearEngine struct{ Engine }
+
+var _ aec.LinearEngine = LinearEngine{}
+
+func (e LinearEngine) ProcessCaptureLinear(near, linear []float32) error {
+	return e.p.ProcessCaptureLinear(near, linear)
 }
 
 func (e Engine) FrameSize() int                      { return e.p.FrameSize() }
