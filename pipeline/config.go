@@ -464,7 +464,7 @@ func validBargeIn(b manager.BargeInConfig) error {
 		return fmt.Errorf("no backchannels or interrupt words for language %q: list them (backchannels, interrupt_words)", b.Language)
 	}
 	e := b.Evidence
-	for _, c := range []float32{e.KeywordConfidence, e.WordConfidence, e.TurnWordConfidence, e.BackchannelConfidence, e.DoubtConfidence} {
+	for _, c := range []float32{e.KeywordConfidence, e.WordConfidence, e.TurnWordConfidence, e.BackchannelConfidence, e.DoubtConfidence, e.RepeatConfidence} {
 		if c < 0 || c > 1 || c != c {
 			return errors.New("evidence confidences must be in [0, 1]")
 		}

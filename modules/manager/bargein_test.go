@@ -227,13 +227,25 @@ func TestSoftBargeIns(t *testing.T) {
 			final: AgentSpeaking,
 		},
 		{
-			name: "interrupt words in two decodes in a row interrupt whatever their confidence",
+			name: "interrupt words in two decodes in a row interrupt, unsure as they are",
 			steps: concat(speakingAgent(), []step{
 				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
-				{ms: 3160, ev: voice(3160, "how:0.27")},
-				{ms: 3220, ev: voice(3220, "how:0.39"), want: []string{"interrupt 2"}},
+				{ms: 3160, ev: voice(3160, "hang:0.13")},
+				{ms: 3220, ev: voice(3220, "hang:0.11"), want: []string{"interrupt 2"}},
 			}),
 			final: Overlap,
+		},
+		{
+			// As a canceller's linear output makes of a "yeah" over the agent's voice.
+			name: "interrupt words two decodes barely guess at do not interrupt",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3160, ev: voice(3160, "what:0.02")},
+				{ms: 3220, ev: voice(3220, "what:0.06")},
+				{ms: 3280, ev: voice(3280, "what:0.04")},
+				{ms: 3300, ev: ended(voice(3300, "what:0.04"), 3300), want: []string{"unduck 2"}},
+			}),
+			final: AgentSpeaking,
 		},
 		{
 			name: "two confident real words, the same in three decodes, interrupt",

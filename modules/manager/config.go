@@ -60,9 +60,12 @@ const (
 type EvidenceConfig struct {
 	// KeywordConfidence: one decode holding an interrupt word this confident interrupts,
 	// once KeywordSound of the sound has been decoded. Two decodes in a row holding
-	// interrupt words interrupt whatever their confidence.
+	// interrupt words interrupt when either gives them RepeatConfidence: below it a
+	// decoder is guessing, as at the residue of the agent's voice that an echo
+	// canceller's linear output keeps ("what(0.02) what(0.01)" for a "yeah" over it).
 	KeywordConfidence float32       `yaml:"keyword_confidence"`
 	KeywordSound      time.Duration `yaml:"keyword_sound"`
+	RepeatConfidence  float32       `yaml:"repeat_confidence"`
 	// WordConfidence is what a real (not a backchannel) word needs to count, in two of
 	// three decodes in a row that open with it (or in one, when none of the three gives
 	// it less than TurnWordConfidence): two such words interrupt; and a voice (not a
@@ -161,6 +164,7 @@ func DefaultConfig() Config {
 			Evidence: EvidenceConfig{
 				KeywordConfidence:     0.95,
 				KeywordSound:          200 * time.Millisecond,
+				RepeatConfidence:      0.1,
 				WordConfidence:        0.8,
 				TurnWordConfidence:    0.5,
 				BackchannelConfidence: 0.8,

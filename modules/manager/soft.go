@@ -170,7 +170,8 @@ func (t *Turns) interruption(now time.Time) string {
 	switch {
 	case s.DecodedTo >= ev.KeywordSound && t.hasInterruptWord(s.Words, ev.KeywordConfidence):
 		return "barge-in: an interrupt word"
-	case t.hasInterruptWord(s.Words, 0) && t.hasInterruptWord(b.prev, 0):
+	case t.hasInterruptWord(s.Words, 0) && t.hasInterruptWord(b.prev, 0) &&
+		(t.hasInterruptWord(s.Words, ev.RepeatConfidence) || t.hasInterruptWord(b.prev, ev.RepeatConfidence)):
 		return "barge-in: interrupt words in two decodes"
 	}
 	// Words (other than interrupt words) count once three decodes in a row agree on them,
