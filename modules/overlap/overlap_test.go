@@ -307,19 +307,13 @@ func runLinear(t *testing.T, rec Recognizer, samples, linear []float32, vadEvent
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
-// TestModuleFollowsASound: a vowel over the agent from 0.5 s to 0.9 s, announced by the
-// VAD's candidate and confirmed as a segment: the evidence IU is grounded in the
-// candidate, decodes come every hop from the first-decode length with the pre-roll, the
-// sound ends after the end silence, and the IU is committed when the segment ends.
-func TestModuleFollowsASound(t *testing.T) {
-	samples := make([]float32, 16000*2)
-	copy(samples[8000:], vowel(130, 400*time.Millisecond, 0.5))
-	rec := &scripted{entries: []scriptEntry{{0, ""}, {16 * 300, "stop"}}}
-	var candidate iu.ID
-	events := map[time.Duration]func(*iu.Ports, map[string]iu.IU) []iu.Update{
+// vowelEvents are the VAD's IUs for a vowel over the agent from 0.5 s to 0.9 s: the
+// candidate (its ID goes to *candidate), confirmed as a segment that ends at 0.93 s.
+func vowelEvents(candidate *iu.ID) map[time.Duration]func(*iu.Ports, map[string]iu.IU) []iu.Update {
+	return map[time.Duration]func(*iu.Ports, map[string]iu.IU) []iu.Update{
 		ms(540): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
 			ius["cand"] = p.NewIU(vad.Candidate{Start: ms(470), Overlap: true})
-			candidate = ius["cand"].ID
+			*candidate = ius["cand"].ID
 			return []iu.Update{iu.AddOf(ius["cand"])}
 		},
 		ms(800): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
@@ -332,7 +326,18 @@ func TestModuleFollowsASound(t *testing.T) {
 			return []iu.Update{iu.CommitOf(u)}
 		},
 	}
-	got := run(t, rec, samples, events)
+}
+
+// TestModuleFollowsASound: a vowel over the agent from 0.5 s to 0.9 s, announced by the
+// VAD's candidate and confirmed as a segment: the evidence IU is grounded in the
+// candidate, decodes come every hop from the first-decode length with the pre-roll, the
+// sound ends after the end silence, and the IU is committed when the segment ends.
+func TestModuleFollowsASound(t *testing.T) {
+	samples := make([]float32, 16000*2)
+	copy(samples[8000:], vowel(130, 400*time.Millisecond, 0.5))
+	rec := &scripted{entries: []scriptEntry{{0, ""}, {16 * 300, "stop"}}}
+	var candidate iu.ID
+	got := run(t, rec, samples, vowelEvents(&candidate))
 	if len(got) < 3 || got[0].typ != iu.Add || got[len(got)-1].typ != iu.Commit {
 		t.Fatalf("updates %+v", got)
 	}
@@ -402,22 +407,8 @@ func TestModuleDecodesTheLinearOutput(t *testing.T) {
 		linear[i] = float32(i%100) * 1e-4
 	}
 	rec := &keeping{}
-	events := map[time.Duration]func(*iu.Ports, map[string]iu.IU) []iu.Update{
-		ms(540): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
-			ius["cand"] = p.NewIU(vad.Candidate{Start: ms(470), Overlap: true})
-			return []iu.Update{iu.AddOf(ius["cand"])}
-		},
-		ms(800): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
-			ius["seg"] = p.NewIU(vad.Segment{Start: ms(470), Overlap: true})
-			return []iu.Update{iu.CommitOf(ius["cand"]), iu.AddOf(ius["seg"])}
-		},
-		ms(1200): func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
-			u := ius["seg"]
-			u.Payload = vad.Segment{Start: ms(470), End: ms(930), Overlap: true}
-			return []iu.Update{iu.CommitOf(u)}
-		},
-	}
-	got := runLinear(t, rec, samples, linear, events)
+	var candidate iu.ID
+	got := runLinear(t, rec, samples, linear, vowelEvents(&candidate))
 	last := got[len(got)-1].ev
 	if last.Sound != Voice || !last.Ended || last.End < ms(900) || last.End > ms(940) {
 		t.Errorf("final evidence %+v: want a voice that ended at 0.9 s", last)
