@@ -338,7 +338,9 @@ func newEchoReplay(t testing.TB) func() (measure.Result, aec.Cost) {
 }
 
 // TestLogNamesCoverTheLaptop: the simulated laptop, the echo canceller and their
-// recorders are named in LogNames too.
+// recorders are named in LogNames too; the recorders wrote what the microphone picked
+// up, what the canceller left of it and its linear output, each as long as the user's
+// recording, the last two different.
 func TestLogNamesCoverTheLaptop(t *testing.T) {
 	cfg := demoConfig(t)
 	shared := testenv.SharedDir(t)
@@ -351,9 +353,26 @@ func TestLogNamesCoverTheLaptop(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	sent := &senders{names: map[string]bool{}}
 	echo := room.Laptop()
-	if _, err := Replay(context.Background(), cfg, eng, ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true,
+	dir := t.TempDir()
+	if _, err := Replay(context.Background(), cfg, eng, ReplayOptions{Input: scenario, OutDir: dir, Record: true,
 		Logger: zap.New(core), Observers: []iu.Observer{sent}, Echo: &echo}); err != nil {
 		t.Fatal(err)
+	}
+	wavs := map[string]audio.Frame{}
+	for _, name := range []string{"user.wav", "mic.wav", "aec.wav", "aec-linear.wav"} {
+		f, err := audio.DecodeWAVFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wavs[name] = f
+	}
+	for name, f := range wavs {
+		if f.Len() != wavs["user.wav"].Len() {
+			t.Errorf("%s has %d samples, user.wav %d", name, f.Len(), wavs["user.wav"].Len())
+		}
+	}
+	if slices.Equal(wavs["aec.wav"].Samples, wavs["aec-linear.wav"].Samples) {
+		t.Error("aec-linear.wav is the cleaned audio")
 	}
 	names := sent.names
 	for _, e := range logs.All() {

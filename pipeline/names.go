@@ -7,7 +7,7 @@ package pipeline
 func LogNames() []string {
 	return []string{
 		NameInput, NameEcho, NameAEC, NameVAD, NameASR, NameOverlap, NameTurnEnd, NameManager, NameLLM, NameHold, NameTTS, NameSpeaker, NameConsole,
-		nameUserAudio, nameMicAudio, nameAECAudio, nameHistory, nameMetrics,
+		nameUserAudio, nameMicAudio, nameAECAudio, nameAECLinearAudio, nameHistory, nameMetrics,
 	}
 }
 
@@ -16,6 +16,8 @@ const (
 	nameUserAudio = "user-audio" // the replay's recorder of the user's audio
 	nameMicAudio  = "mic-audio"  // of what the simulated laptop's microphone picked up
 	nameAECAudio  = "aec-audio"  // of what the echo canceller left of it
-	nameHistory   = "history"
-	nameMetrics   = "metrics"
+	// nameAECLinearAudio is the recorder of the canceller's linear output.
+	nameAECLinearAudio = "aec-linear-audio"
+	nameHistory        = "history"
+	nameMetrics        = "metrics"
 )

@@ -159,17 +159,25 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	if opts.Record {
 		// user.wav is the recording as it was; mic.wav what the simulated laptop's
 		// microphone picked up, aec.wav what the canceller left of it (what the VAD and
-		// the recogniser heard).
-		type recording struct{ name, from, file string }
-		recs := []recording{{nameUserAudio, NameInput, userWAV}}
+		// the recogniser heard), aec-linear.wav its linear output (what the overlap
+		// module decoded; AEC3 only).
+		type recording struct {
+			name, from, file string
+			linear           bool
+		}
+		recs := []recording{{nameUserAudio, NameInput, userWAV, false}}
 		if echo != nil {
-			recs = append(recs, recording{nameMicAudio, NameEcho, filepath.Join(opts.OutDir, "mic.wav")})
+			recs = append(recs, recording{nameMicAudio, NameEcho, filepath.Join(opts.OutDir, "mic.wav"), false})
 		}
 		if cancel.On {
-			recs = append(recs, recording{nameAECAudio, NameAEC, filepath.Join(opts.OutDir, "aec.wav")})
+			recs = append(recs, recording{nameAECAudio, NameAEC, filepath.Join(opts.OutDir, "aec.wav"), false},
+				recording{nameAECLinearAudio, NameAEC, filepath.Join(opts.OutDir, "aec-linear.wav"), true})
 		}
 		for _, r := range recs {
 			rec := recorder.New(r.name, r.file, 16)
+			if r.linear {
+				rec = recorder.NewLinear(r.name, r.file, 16)
+			}
 			if err := agent.Network.Add(rec); err != nil {
 				return nil, err
 			}

@@ -12,11 +12,18 @@ import (
 	"github.com/parley-voice/parley/iu"
 )
 
-// Module records audio.Frame IUs (all of one rate and channel count) to Path.
+// Module records audio.Frame IUs (all of one rate and channel count) to Path, or, made
+// by NewLinear, an echo canceller's linear output.
 type Module struct {
-	name string
-	path string
-	bits int
+	name   string
+	path   string
+	bits   int
+	linear bool
+}
+
+// linearAudio is an echo canceller's linear output (aec.Linear).
+type linearAudio interface {
+	LinearAudio() audio.Frame
 }
 
 // New returns a recorder writing bits-per-sample WAV (16 when 0) to path.
@@ -25,6 +32,14 @@ func New(name, path string, bits int) *Module {
 		bits = 16
 	}
 	return &Module{name: name, path: path, bits: bits}
+}
+
+// NewLinear returns a recorder of the linear output an echo canceller sends beside its
+// audio (what the overlap module decodes). No file is made when none comes.
+func NewLinear(name, path string, bits int) *Module {
+	m := New(name, path, bits)
+	m.linear = true
+	return m
 }
 
 // Name implements iu.Module.
@@ -53,7 +68,7 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) (err error) {
 			continue
 		}
 		for _, up := range ev.Message.Updates {
-			f, ok := up.IU.Payload.(audio.Frame)
+			f, ok := m.audioOf(up.IU.Payload)
 			if !ok || up.Type != iu.Add {
 				continue
 			}
@@ -79,4 +94,17 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) (err error) {
 			next = f.End()
 		}
 	}
+}
+
+// audioOf returns the audio the recorder keeps of a payload.
+func (m *Module) audioOf(p iu.Payload) (audio.Frame, bool) {
+	if m.linear {
+		l, ok := p.(linearAudio)
+		if !ok {
+			return audio.Frame{}, false
+		}
+		return l.LinearAudio(), true
+	}
+	f, ok := p.(audio.Frame)
+	return f, ok
 }
