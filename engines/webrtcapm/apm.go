@@ -295,18 +295,7 @@ func (p *Processor) ProcessRender(far []float32) error {
 
 // ProcessCapture cleans one 10 ms frame of microphone audio in place.
 func (p *Processor) ProcessCapture(near []float32) error {
-	if len(near) != p.frameSize {
-		return fmt.Errorf("webrtcapm: capture: %d samples: %w (want %d)", len(near), ErrFrameSize, p.frameSize)
-	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.p == nil {
-		return fmt.Errorf("webrtcapm: capture: %w", ErrClosed)
-	}
-	if rc := C.parley_apm_process_capture(p.p, (*C.float)(&near[0]), C.int(p.delayMS.Load())); rc != 0 {
-		return fmt.Errorf("webrtcapm: capture: %w", codeError(int(rc)))
-	}
-	return nil
+	return p.capture(near, nil)
 }
 
 // ProcessCaptureLinear is ProcessCapture that also fills linear, as long as near, with
@@ -318,15 +307,24 @@ func (p *Processor) ProcessCaptureLinear(near, linear []float32) error {
 	if len(linear) != len(near) {
 		return fmt.Errorf("webrtcapm: capture: a linear output of %d samples for %d: %w", len(linear), len(near), ErrFrameSize)
 	}
-	if err := p.ProcessCapture(near); err != nil {
-		return err
+	return p.capture(near, linear)
+}
+
+// capture processes near in place and, when linear is not nil, copies the frame's
+// linear output into it, both under one hold of mu.
+func (p *Processor) capture(near, linear []float32) error {
+	if len(near) != p.frameSize {
+		return fmt.Errorf("webrtcapm: capture: %d samples: %w (want %d)", len(near), ErrFrameSize, p.frameSize)
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.p == nil {
 		return fmt.Errorf("webrtcapm: capture: %w", ErrClosed)
 	}
-	if C.parley_apm_linear_output(p.p, (*C.float)(&linear[0])) == 0 {
+	if rc := C.parley_apm_process_capture(p.p, (*C.float)(&near[0]), C.int(p.delayMS.Load())); rc != 0 {
+		return fmt.Errorf("webrtcapm: capture: %w", codeError(int(rc)))
+	}
+	if linear != nil && C.parley_apm_linear_output(p.p, (*C.float)(&linear[0])) == 0 {
 		return errors.New("webrtcapm: capture: the library gave no linear output")
 	}
 	return nil
