@@ -56,16 +56,18 @@ type runner struct {
 	hop, first, preRoll, linearPreRoll, maxSound, endSilence int64
 
 	// recent is the latest audio (enough for a pre-roll), from stream position recentAt,
-	// and recentLinear the linear output beside it (when linear).
+	// and recentDecode what a decode of it takes: the linear output beside it, or the
+	// audio itself where there is none.
 	recent       []float32
-	recentLinear []float32
+	recentDecode []float32
 	recentAt     int64
 	pos          int64 // stream position after the last sample received
 
 	cur  *sound
 	jobs int
-	// linear: the audio comes with the canceller's linear output, which is decoded;
-	// nextLinear is the linear output for the audio.Frame that comes next.
+	// linear: the audio comes with the canceller's linear output (and the longer
+	// pre-roll applies); nextLinear is the linear output for the audio.Frame that comes
+	// next.
 	linear     bool
 	nextLinear audio.Frame
 }
@@ -82,9 +84,8 @@ type sound struct {
 	start   int64 // stream position where the sound began
 	from    int64 // stream position of samples[0] (the pre-roll's start)
 	samples []float32
-	// linear is the canceller's linear output beside samples, what is decoded (nil
-	// without one: samples are decoded).
-	linear []float32
+	// decode is what is decoded beside samples: the linear output, or samples again.
+	decode []float32
 	an     *analyzer
 	ac     acoustics
 	// analysed is the stream position up to which frames were analysed.
@@ -194,62 +195,46 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 
 func dur(n int64) time.Duration { return audio.SamplesToDuration(n, audio.PipelineRate) }
 
-// frame takes in user audio, and the linear output beside it when r.linear: it keeps
-// the recent past for pre-rolls and feeds the sound being followed.
-func (r *runner) frame(ctx context.Context, f audio.Frame, linear []float32) error {
+// frame takes in user audio, and beside it what to decode of it: it keeps the recent
+// past for pre-rolls and feeds the sound being followed.
+func (r *runner) frame(ctx context.Context, f audio.Frame, decode []float32) error {
 	if f.Rate != audio.PipelineRate || f.Channels != 1 {
 		return fmt.Errorf("overlap: audio %s: want %d Hz mono", f.Summary(), audio.PipelineRate)
 	}
 	if f.Start != r.pos || len(r.recent) == 0 {
 		// The first frame, or a gap: the recent past starts here.
-		r.recent, r.recentLinear, r.recentAt = r.recent[:0], r.recentLinear[:0], f.Start
+		r.recent, r.recentDecode, r.recentAt = r.recent[:0], r.recentDecode[:0], f.Start
 	}
 	r.recent = append(r.recent, f.Samples...)
-	if r.linear {
-		// Audio from before the first linear output stands in for it.
-		r.recentLinear = append(r.recentLinear, r.recent[len(r.recentLinear):len(r.recent)-len(linear)]...)
-		r.recentLinear = append(r.recentLinear, linear...)
-	}
+	r.recentDecode = append(r.recentDecode, decode...)
 	r.pos = f.End()
 	if keep := max(r.preRoll, r.linearPreRoll) + int64(audio.PipelineRate); int64(len(r.recent)) > 2*keep {
 		drop := int64(len(r.recent)) - keep
 		r.recent = append(r.recent[:0], r.recent[drop:]...)
-		if r.linear {
-			r.recentLinear = append(r.recentLinear[:0], r.recentLinear[drop:]...)
-		}
+		r.recentDecode = append(r.recentDecode[:0], r.recentDecode[drop:]...)
 		r.recentAt += drop
 	}
 	if s := r.cur; s != nil && !s.closed {
-		r.feed(s, f.Start, f.Samples, linear)
+		r.feed(s, f.Start, f.Samples, decode)
 		return r.analyse(ctx, s)
 	}
 	return nil
 }
 
-// feed appends audio at stream position at, and the linear output beside it, to the
-// sound (what it already has is skipped).
-func (r *runner) feed(s *sound, at int64, samples, linear []float32) {
-	if r.linear && len(s.linear) < len(s.samples) {
-		// The linear output began during the sound: the audio stands in before it.
-		s.linear = append(s.linear, s.samples[len(s.linear):]...)
-	}
+// feed appends audio at stream position at, and what to decode of it, to the sound
+// (what it already has is skipped).
+func (r *runner) feed(s *sound, at int64, samples, decode []float32) {
 	end := s.end()
 	if at+int64(len(samples)) <= end {
 		return
 	}
 	if at > end {
 		gap := make([]float32, at-end) // lost audio: silence
-		s.samples = append(s.samples, gap...)
-		if r.linear {
-			s.linear = append(s.linear, gap...)
-		}
+		s.samples, s.decode = append(s.samples, gap...), append(s.decode, gap...)
 	} else {
-		samples, linear = samples[end-at:], linear[end-at:]
+		samples, decode = samples[end-at:], decode[end-at:]
 	}
-	s.samples = append(s.samples, samples...)
-	if r.linear {
-		s.linear = append(s.linear, linear...)
-	}
+	s.samples, s.decode = append(s.samples, samples...), append(s.decode, decode...)
 }
 
 // begin starts following a sound that began at stream time start (the VAD IU id
@@ -265,9 +250,7 @@ func (r *runner) begin(ctx context.Context, id iu.ID, start time.Duration) error
 	s.ev = Evidence{Start: start}
 	if from < r.pos {
 		s.samples = append(s.samples, r.recent[from-r.recentAt:]...)
-		if r.linear {
-			s.linear = append(s.linear, r.recentLinear[from-r.recentAt:]...)
-		}
+		s.decode = append(s.decode, r.recentDecode[from-r.recentAt:]...)
 	}
 	r.cur = s
 	s.u = r.p.NewIU(s.ev, id)
@@ -345,11 +328,7 @@ func (r *runner) decode(ctx context.Context, s *sound, end int64) {
 	r.jobs++
 	seq := r.jobs
 	s.decoding, s.decodedTo = seq, end
-	samples := s.samples
-	if r.linear {
-		samples = s.linear
-	}
-	samples = samples[: end-s.from : end-s.from]
+	samples := s.decode[: end-s.from : end-s.from]
 	rec := r.m.rec
 	r.p.Go(func() {
 		hyp, err := rec.FinalOf(ctx, samples)
