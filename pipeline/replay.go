@@ -162,26 +162,22 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 		// the recogniser heard), aec-linear.wav its linear output (what the overlap
 		// module decoded; AEC3 only).
 		type recording struct {
-			name, from, file string
-			linear           bool
+			rec  *recorder.Module
+			from string
 		}
-		recs := []recording{{nameUserAudio, NameInput, userWAV, false}}
+		recs := []recording{{recorder.New(nameUserAudio, userWAV, 16), NameInput}}
 		if echo != nil {
-			recs = append(recs, recording{nameMicAudio, NameEcho, filepath.Join(opts.OutDir, "mic.wav"), false})
+			recs = append(recs, recording{recorder.New(nameMicAudio, filepath.Join(opts.OutDir, "mic.wav"), 16), NameEcho})
 		}
 		if cancel.On {
-			recs = append(recs, recording{nameAECAudio, NameAEC, filepath.Join(opts.OutDir, "aec.wav"), false},
-				recording{nameAECLinearAudio, NameAEC, filepath.Join(opts.OutDir, "aec-linear.wav"), true})
+			recs = append(recs, recording{recorder.New(nameAECAudio, filepath.Join(opts.OutDir, "aec.wav"), 16), NameAEC},
+				recording{recorder.NewLinear(nameAECLinearAudio, filepath.Join(opts.OutDir, "aec-linear.wav"), 16), NameAEC})
 		}
 		for _, r := range recs {
-			rec := recorder.New(r.name, r.file, 16)
-			if r.linear {
-				rec = recorder.NewLinear(r.name, r.file, 16)
-			}
-			if err := agent.Network.Add(rec); err != nil {
+			if err := agent.Network.Add(r.rec); err != nil {
 				return nil, err
 			}
-			if err := agent.Network.ConnectNames(r.from, rec.Name()); err != nil {
+			if err := agent.Network.ConnectNames(r.from, r.rec.Name()); err != nil {
 				return nil, err
 			}
 		}
