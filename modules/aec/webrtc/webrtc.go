@@ -66,6 +66,7 @@ type LinearEngine struct{ Engine }
 
 var _ aec.LinearEngine = LinearEngine{}
 
+// ProcessCaptureLinear implements aec.LinearEngine.
 func (e LinearEngine) ProcessCaptureLinear(near, linear []float32) error {
 	return e.p.ProcessCaptureLinear(near, linear)
 }
