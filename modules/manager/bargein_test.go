@@ -248,6 +248,35 @@ func TestSoftBargeIns(t *testing.T) {
 			final: AgentSpeaking,
 		},
 		{
+			// "wait, stop" over the agent, decoded from a canceller's linear output: the
+			// residue of the agent's voice garbles "wait".
+			name: "three decodes ending in the same confident interrupt word interrupt",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3500, ev: voice(3500, "you:0.21", "can't:0.23", "its:0.2")},
+				{ms: 3560, ev: voice(3560, "it:0.23", "and:0.1", "stop:1")},
+				{ms: 3600, ev: voice(3600, "you:0.24", "can't:0.3", "stop:0.85")},
+				{ms: 3640, ev: voice(3640, "you:0.25", "can't:0.32", "stop:0.88"), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			// As the linear output makes of a hummed "hmm" over the agent.
+			name: "a hum's drift through confident interrupt words does not interrupt",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3520, ev: voice(3520, "you:0.13", "can't:1")},
+				{ms: 3640, ev: voice(3640, "you:0.15", "actually:0.9")},
+				{ms: 3680, ev: voice(3680, "you:0.13", "actually:0.9")},
+				{ms: 3720, ev: voice(3720, "you:0.07", "can't:0.42", "him:1")},
+				{ms: 3760, ev: voice(3760, "you:0.07", "actually:0.7", "i'm:1")},
+				{ms: 4040, ev: voice(4040, "you:0.04", "actually:0.84", "him:0.05", "them:0.19")},
+				{ms: 4080, ev: voice(4080, "you:0.06", "actually:0.84", "him:0.05", "them:0.2")},
+				{ms: 4140, ev: ended(voice(4140, "you:0.09", "actually:0.82", "him:0.05", "them:0.19"), 4140), want: []string{"unduck 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+		{
 			name: "two confident real words, the same in three decodes, interrupt",
 			steps: concat(speakingAgent(), []step{
 				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},

@@ -173,6 +173,8 @@ func (t *Turns) interruption(now time.Time) string {
 	case t.hasInterruptWord(s.Words, 0) && t.hasInterruptWord(b.prev, 0) &&
 		(t.hasInterruptWord(s.Words, ev.RepeatConfidence) || t.hasInterruptWord(b.prev, ev.RepeatConfidence)):
 		return "barge-in: interrupt words in two decodes"
+	case t.endsInInterrupt(s.Words, b.prev, b.prev2):
+		return "barge-in: three decodes end in an interrupt word"
 	}
 	// Words (other than interrupt words) count once three decodes in a row agree on them,
 	// from the first on: a long hum decodes into a drift of short words, some of them
@@ -233,6 +235,43 @@ func (t *Turns) hasInterruptWord(words []ScoredWord, minConf float32) bool {
 		}
 	}
 	return false
+}
+
+// endsInInterrupt reports whether three decodes in a row end in the same interrupt word
+// or phrase, each of its words at least WordConfidence confident in each. Over an echo
+// canceller's linear output the residue of the agent's voice garbles the start of an
+// interruption ("wait, stop" decodes as "you(0.24) can't(0.30) stop(0.85)"), so the
+// interrupt word cannot open the decode; a hum's drift of guesses does not end in the
+// same confident word three times.
+func (t *Turns) endsInInterrupt(decodes ...[]ScoredWord) bool {
+	minConf := t.cfg.BargeIn.Evidence.WordConfidence
+	phrase := ""
+	for _, words := range decodes {
+		p := t.trailingInterrupt(words, minConf)
+		if p == "" || phrase != "" && p != phrase {
+			return false
+		}
+		phrase = p
+	}
+	return phrase != ""
+}
+
+// trailingInterrupt returns the longest interrupt phrase (or word) that ends words with
+// each of its words at least minConf confident, "" if none does.
+func (t *Turns) trailingInterrupt(words []ScoredWord, minConf float32) string {
+	for n := min(len(words), t.longestInterrupt); n > 0; n-- {
+		tail := words[len(words)-n:]
+		parts := make([]string, n)
+		sure := true
+		for i, w := range tail {
+			parts[i] = normalizeWord(w.Text)
+			sure = sure && w.Confidence >= minConf
+		}
+		if p := strings.Join(parts, " "); t.interrupts[p] && sure {
+			return p
+		}
+	}
+	return ""
 }
 
 // interruptAt returns the length in words of the longest interrupt phrase (or word)
