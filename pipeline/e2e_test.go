@@ -265,9 +265,11 @@ func heardText(t *testing.T, rec *record, turn int) string {
 	if heard.WordIndex < 0 || complete {
 		end = heard.CharEnd
 	}
-	last := strings.TrimRightFunc(heard.ClauseText[:end], func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) })
-	if end == len(heard.ClauseText) {
-		last = heard.ClauseText
+	spaceOrPunct := func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }
+	last := strings.TrimRightFunc(heard.ClauseText[:end], spaceOrPunct)
+	if strings.TrimFunc(heard.ClauseText[end:], spaceOrPunct) == "" {
+		// The clause's last word was heard whole: the clause is, with its punctuation.
+		last = strings.TrimRightFunc(heard.ClauseText, unicode.IsSpace)
 	}
 	if last != "" {
 		clauses = append(clauses, last)
