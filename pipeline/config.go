@@ -469,7 +469,7 @@ func validBargeIn(b manager.BargeInConfig) error {
 			return errors.New("evidence confidences must be in [0, 1]")
 		}
 	}
-	if e.KeywordSound < 0 || b.MaxBackchannel < 0 {
+	if e.KeywordSound < 0 || e.Rejoin < 0 || b.MaxBackchannel < 0 {
 		return errors.New("durations must not be negative")
 	}
 	return nil

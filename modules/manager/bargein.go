@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -8,7 +9,12 @@ import (
 
 // bargeIn is a barge-in under evaluation: a sound of the user's over the agent.
 type bargeIn struct {
-	onset     time.Time
+	onset time.Time
+	// from is when the voice began that this sound goes on with: the onset of an earlier
+	// sound over the same agent turn that it follows closely (Evidence.Rejoin), else
+	// onset.
+	// Its length past MaxBackchannel counts from there.
+	from      time.Time
 	tentative bool // begun by a candidate that the VAD has not confirmed yet
 	open      bool // the user is still speaking
 	ended     time.Time
@@ -36,9 +42,23 @@ func (t *Turns) candidate(c *Candidate, acts []Action) []Action {
 	}
 	// Hold the agent's voice at the first sound of the user; the candidate is confirmed
 	// or withdrawn within the VAD's minimum speech duration.
-	t.barge = &bargeIn{onset: c.Onset, open: true, tentative: true}
-	t.verdict = nil
+	t.beginBargeIn(c.Onset, true)
 	return t.hold(acts, "possible user speech")
+}
+
+// beginBargeIn starts weighing a sound of the user's over the agent that began at onset.
+// A voice that follows closely on one that did not interrupt the same agent turn
+// (within Evidence.Rejoin of its end) goes on with it: an echo canceller cuts speech
+// over the agent into pieces ("go forward ten meters" as "go for…" and "…ten
+// meters", 230 ms apart), each of them too short, and too garbled, to interrupt alone.
+func (t *Turns) beginBargeIn(onset time.Time, tentative bool) {
+	b := &bargeIn{onset: onset, from: onset, open: true, tentative: tentative}
+	if p := t.settled; p != nil && t.agent != nil && p.agentTurn == t.agent.id &&
+		!onset.After(p.end.Add(t.cfg.BargeIn.Evidence.Rejoin)) {
+		b.from, b.comebacks = p.from, p.comebacks+1
+	}
+	t.settled = nil
+	t.barge = b
 }
 
 // hold softens (Hold "duck") or pauses the agent's voice for the barge-in under way.
@@ -79,7 +99,7 @@ func (t *Turns) bargeDeadline(b *bargeIn) time.Time {
 	cfg := t.cfg.BargeIn
 	if b.sound != nil {
 		if cfg.MaxBackchannel > 0 && !b.longChecked && b.sound.Kind != SoundHum {
-			return b.onset.Add(cfg.MaxBackchannel)
+			return b.from.Add(cfg.MaxBackchannel)
 		}
 		return time.Time{} // the evidence comes as it comes
 	}
@@ -156,6 +176,15 @@ func (t *Turns) interrupt(acts []Action, reason string) []Action {
 	a := t.agent
 	t.barge.resolved = true
 	t.barge.held = false
+	t.verdict = nil // the utterance is a turn, whatever its sounds before were
+	if p := t.piece; p != nil && p.agentTurn == a.id && t.barge.from.Before(t.barge.onset) {
+		// The voice this one went on with was kept as a backchannel: it is speech.
+		if i := slices.Index(t.pendingBackchannels, p.bc); i >= 0 {
+			t.pendingBackchannels = slices.Delete(t.pendingBackchannels, i, i+1)
+			t.carried = p.u
+		}
+	}
+	t.piece = nil
 	a.interrupted = true
 	a.paused = false
 	acts = append(acts, Action{Interrupt: &ControlTurn{TurnID: a.id, Reason: reason}})

@@ -69,7 +69,9 @@ type EvidenceConfig struct {
 	// WordConfidence is what a real (not a backchannel) word needs to count, in two of
 	// three decodes in a row that open with it (or in one, when none of the three gives
 	// it less than TurnWordConfidence): two such words interrupt; and a voice (not a
-	// hum) going on past MaxBackchannel interrupts once one such word is there.
+	// hum) going on past MaxBackchannel interrupts once one such word is there. Three
+	// decodes in a row that end in the same interrupt word, this confident in each,
+	// interrupt too, whatever comes before it.
 	WordConfidence float32 `yaml:"word_confidence"`
 	// TurnWordConfidence is what a word of the final transcript of a sound that did not
 	// interrupt needs to count: a voice whose transcript holds two different such real
@@ -83,6 +85,13 @@ type EvidenceConfig struct {
 	// interrupt word do not keep it from opening the sound ("he(0.05) hold on"): they
 	// are its guess at a breath or the start of the word.
 	DoubtConfidence float32 `yaml:"doubt_confidence"`
+	// Rejoin: an echo canceller cuts speech over the agent into pieces. A voice over the
+	// agent that begins this soon after one that did not interrupt it ended goes on
+	// with that one (its length counts from the first's onset, and it comes back once
+	// more); and a transcript this soon after one of a voice kept as a backchannel for
+	// want of words is one turn with it, after the agent's, when the two together are
+	// speech. 0: every sound and transcript is weighed alone.
+	Rejoin time.Duration `yaml:"rejoin"`
 }
 
 // DefaultBackchannels and DefaultInterruptWords are the built-in word lists by language.
@@ -169,6 +178,7 @@ func DefaultConfig() Config {
 				TurnWordConfidence:    0.5,
 				BackchannelConfidence: 0.8,
 				DoubtConfidence:       0.25,
+				Rejoin:                700 * time.Millisecond,
 			},
 			HumText:        "mm-hmm",
 			MaxBackchannel: time.Second,

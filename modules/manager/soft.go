@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,8 +107,7 @@ func (t *Turns) handleSound(ev Event, acts []Action) []Action {
 		}
 		// Evidence of a sound the VAD's candidate did not announce here (the agent
 		// became audible in between): a barge-in all the same.
-		t.barge = &bargeIn{onset: s.Onset, open: true, tentative: true}
-		t.verdict = nil
+		t.beginBargeIn(s.Onset, true)
 		b = t.barge
 		acts = t.hold(acts, "user sound over the agent")
 	}
@@ -132,7 +132,7 @@ func (t *Turns) weighSound(now time.Time, acts []Action) []Action {
 	if s.Dropped {
 		return t.settleSound(acts, "noise, not speech")
 	}
-	if cfg.MaxBackchannel > 0 && !now.Before(b.onset.Add(cfg.MaxBackchannel)) {
+	if cfg.MaxBackchannel > 0 && !now.Before(b.from.Add(cfg.MaxBackchannel)) {
 		b.longChecked = true
 	}
 	if reason := t.interruption(now); reason != "" {
@@ -202,11 +202,34 @@ func (t *Turns) interruption(now time.Time) string {
 func (t *Turns) settleSound(acts []Action, reason string) []Action {
 	b := t.barge
 	s := b.sound
+	if s.Dropped {
+		// The VAD withdrew it: no transcript comes for it to judge, and a verdict kept
+		// would judge the next one, perhaps the user's turn after the agent's.
+		return t.resume(acts, reason)
+	}
 	v := &verdict{agentTurn: t.agent.id, kind: s.Kind, words: s.Words,
-		noise: s.Dropped || s.Kind == SoundNoise || s.Kind == SoundUnknown}
+		noise: s.Kind == SoundNoise || s.Kind == SoundUnknown}
+	if p := t.verdict; p != nil && p.agentTurn == v.agentTurn {
+		// The utterance these sounds belong to is one transcript: a voice in any of them
+		// makes it no noise ("go for…" and a "…meters" the canceller left as a noise).
+		v.kind, v.noise = max(p.kind, v.kind), p.noise && v.noise
+		v.words = append(slices.Clip(p.words), v.words...)
+	}
+	var settled *settledVoice
+	if s.Kind == SoundVoice && s.Ended {
+		settled = &settledVoice{agentTurn: t.agent.id, from: b.from, end: s.End, comebacks: b.comebacks}
+	}
 	acts = t.resume(acts, reason)
-	t.verdict = v
+	t.verdict, t.settled = v, settled
 	return acts
+}
+
+// settledVoice is a voice over the agent that did not interrupt it, for a sound that
+// follows it closely to go on with (beginBargeIn).
+type settledVoice struct {
+	agentTurn int
+	from, end time.Time
+	comebacks int
 }
 
 // hasInterruptWord reports whether words open with an interrupt word or phrase ("stop",
@@ -250,6 +273,13 @@ func (t *Turns) endsInInterrupt(decodes ...[]ScoredWord) bool {
 		p := t.trailingInterrupt(words, minConf)
 		if p == "" || phrase != "" && p != phrase {
 			return false
+		}
+		// After backchannel words the interrupt word is more likely the start of the
+		// next backchannel ("okay(0.50) no(1.00)" as "okay, okay" goes on).
+		for _, w := range words[:len(words)-len(strings.Fields(p))] {
+			if t.backWords[normalizeWord(w.Text)] {
+				return false
+			}
 		}
 		phrase = p
 	}
@@ -402,42 +432,33 @@ func sameScored(a, b []ScoredWord) bool {
 // longer than MaxBackchannel: then it is a turn of its own, after the agent's), or,
 // without evidence,
 // when it overlapped the agent and holds only backchannels. It returns the text to store
-// (empty for noise: nothing is stored) and whether the utterance is no turn.
-func (t *Turns) backchannelOf(u *Utterance, overlap bool) (*AppendBackchannel, bool) {
+// (empty for noise: nothing is stored) and whether the utterance is no turn; when the
+// utterance is a turn together with the voice over the agent just before it (see
+// piece), joined is the two as one utterance, and that voice is no backchannel any more.
+func (t *Turns) backchannelOf(u *Utterance, overlap bool) (bc *AppendBackchannel, ok bool, joined *Utterance) {
 	v := t.verdict
 	t.verdict = nil
+	prev := t.piece
+	t.piece = nil
 	text := strings.TrimSpace(u.Text)
 	if v == nil {
 		if overlap && t.agent != nil && !t.agent.interrupted && t.onlyBackchannels(strings.Fields(text)) {
-			return &AppendBackchannel{TurnID: t.agent.id, Text: text, Sound: SoundVoice, Start: u.Start, End: u.End}, true
+			return &AppendBackchannel{TurnID: t.agent.id, Text: text, Sound: SoundVoice, Start: u.Start, End: u.End}, true, nil
 		}
-		return nil, false
+		return nil, false, nil
 	}
-	ev := t.cfg.BargeIn.Evidence
-	// real: the different real words, sure: those of them at least once confident.
-	real, sure := map[string]bool{}, map[string]bool{}
-	var backs []string
-	for _, w := range u.Words {
-		nw := normalizeWord(w.Text)
-		switch {
-		case nw == "":
-		case t.backWords[nw]:
-			backs = append(backs, nw)
-		case lexical(nw):
-			real[nw] = true
-			if w.Confidence >= ev.TurnWordConfidence {
-				sure[nw] = true
-			}
+	words := t.transcriptWords(u)
+	if v.kind == SoundVoice && t.speechHeardBadly(words, u.End-u.Start) {
+		return nil, false, nil
+	}
+	if prev != nil && prev.agentTurn == v.agentTurn && u.Start-prev.u.End <= t.cfg.BargeIn.Evidence.Rejoin &&
+		len(words.real) > 0 && t.speechHeardBadly(t.transcriptWords(prev.u, u), u.End-prev.u.Start) {
+		if i := slices.Index(t.pendingBackchannels, prev.bc); i >= 0 {
+			t.pendingBackchannels = slices.Delete(t.pendingBackchannels, i, i+1)
+			return nil, false, joinUtterances(prev.u, u)
 		}
 	}
-	// A voice longer than any backchannel whose transcript holds two different real
-	// words, however unsure, is speech the recogniser heard badly (through an echo
-	// canceller that cut it into pieces: "go forward ten meters" as "or work and"), not
-	// a hum, whose transcripts are letters ("n m h m m") or one word repeated.
-	long := t.cfg.BargeIn.MaxBackchannel > 0 && u.End-u.Start >= t.cfg.BargeIn.MaxBackchannel
-	if v.kind == SoundVoice && (len(sure) >= 2 || long && len(real) >= 2) {
-		return nil, false
-	}
+	backs := words.backs
 	if len(backs) == 0 {
 		for _, w := range v.words {
 			if nw := normalizeWord(w.Text); t.backWords[nw] {
@@ -445,11 +466,69 @@ func (t *Turns) backchannelOf(u *Utterance, overlap bool) (*AppendBackchannel, b
 			}
 		}
 	}
-	bc := &AppendBackchannel{TurnID: v.agentTurn, Text: strings.Join(backs, " "), Sound: v.kind, Start: u.Start, End: u.End}
+	bc = &AppendBackchannel{TurnID: v.agentTurn, Text: strings.Join(backs, " "), Sound: v.kind, Start: u.Start, End: u.End}
 	if bc.Text == "" && !v.noise {
 		bc.Text = t.cfg.BargeIn.HumText
+		if v.kind == SoundVoice && len(words.real) > 0 {
+			t.piece = &piece{agentTurn: v.agentTurn, u: u, bc: bc}
+		}
 	}
-	return bc, true // a cough, a knock: no text, nothing to keep
+	return bc, true, nil // a cough, a knock: no text, nothing to keep
+}
+
+// joinUtterances returns a and b, which follows it, as one utterance.
+func joinUtterances(a, b *Utterance) *Utterance {
+	return &Utterance{Text: strings.TrimSpace(strings.TrimSpace(a.Text) + " " + strings.TrimSpace(b.Text)),
+		Words: append(slices.Clip(a.Words), b.Words...), Start: a.Start, End: b.End}
+}
+
+// piece is a voice over the agent, with words but none of them a backchannel, kept as a
+// backchannel (HumText) for want of more: the first piece of speech an echo canceller
+// cut in two, should the next utterance follow within Evidence.Rejoin ("go forward ten
+// meters" over a young canceller: "we're in for" and, 650 ms later, "risk").
+type piece struct {
+	agentTurn int
+	u         *Utterance
+	bc        *AppendBackchannel
+}
+
+// heardWords sorts a transcript's words: real, the different real words, sure, those of
+// them at least once confident, and backs, its backchannel words.
+type heardWords struct {
+	real, sure map[string]bool
+	backs      []string
+}
+
+func (t *Turns) transcriptWords(us ...*Utterance) heardWords {
+	ev := t.cfg.BargeIn.Evidence
+	h := heardWords{real: map[string]bool{}, sure: map[string]bool{}}
+	for _, u := range us {
+		for _, w := range u.Words {
+			nw := normalizeWord(w.Text)
+			switch {
+			case nw == "":
+			case t.backWords[nw]:
+				h.backs = append(h.backs, nw)
+			case lexical(nw):
+				h.real[nw] = true
+				if w.Confidence >= ev.TurnWordConfidence {
+					h.sure[nw] = true
+				}
+			}
+		}
+	}
+	return h
+}
+
+// speechHeardBadly reports whether the transcript of a voice that did not interrupt is
+// a turn of its own all the same: two different confident real words, or, in a voice
+// longer than any backchannel, two different real words however unsure. That is speech
+// the recogniser heard badly (through an echo canceller that cut it into pieces: "go
+// forward ten meters" as "or work and"), not a hum, whose transcripts are letters
+// ("n m h m m") or one word repeated.
+func (t *Turns) speechHeardBadly(h heardWords, length time.Duration) bool {
+	long := t.cfg.BargeIn.MaxBackchannel > 0 && length >= t.cfg.BargeIn.MaxBackchannel
+	return len(h.sure) >= 2 || long && len(h.real) >= 2
 }
 
 // recordBackchannel stores a backchannel after the agent turn it accompanied: at once

@@ -36,10 +36,19 @@ type Turns struct {
 
 	agent *agentTurn
 	barge *bargeIn
-	// verdict is what the last sound over the agent was when it did not interrupt, for
-	// its transcript; pendingBackchannels wait for their agent turn to be stored.
+	// verdict is what the sounds over the agent since the last transcript were, when
+	// they did not interrupt it, for the transcript that follows (one transcript may
+	// span several sounds); pendingBackchannels wait for their agent turn to be stored.
 	verdict             *verdict
 	pendingBackchannels []*AppendBackchannel
+	// settled is the last voice over the agent that did not interrupt it (nil: none, or
+	// a sound began since); piece the last transcript of one kept as a backchannel for
+	// want of words (nil: none, or a transcript came since).
+	settled *settledVoice
+	piece   *piece
+	// carried is the transcript of such a piece when the voice that went on with it
+	// interrupted the agent: it opens the user's turn.
+	carried *Utterance
 	// prep is the reply being prepared while the user is silent; words are the user's
 	// words so far and speechEndAt when their speech last ended (zero while they speak
 	// or once their turn was taken).
@@ -163,6 +172,11 @@ func (t *Turns) Handle(ev Event) []Action {
 		if b := t.barge; b != nil && b.tentative && !b.resolved && t.agent != nil {
 			acts = t.resume(acts, "noise, not speech")
 		}
+		if c := t.carried; c != nil && !t.userSpeaking {
+			// The sound that interrupted was too short to be speech, and leaves no
+			// transcript: the piece before it is the user's turn.
+			acts = t.handleUtterance(Event{At: ev.At, Utterance: &Utterance{}}, acts)
+		}
 	case ev.SpeechStart != nil:
 		acts = t.speechStart(ev, acts)
 	case ev.SpeechPause != nil:
@@ -240,8 +254,7 @@ func (t *Turns) speechStart(ev Event, acts []Action) []Action {
 	if t.agentActive() && t.cfg.BargeIn.Enabled {
 		// The agent is talking or about to: hold its audio while we find out whether
 		// this is a real interruption (or the user simply going on with their turn).
-		t.barge = &bargeIn{onset: ev.SpeechStart.Onset, open: true}
-		t.verdict = nil
+		t.beginBargeIn(ev.SpeechStart.Onset, false)
 		t.overlapUtterance = true
 		acts = t.hold(acts, "user speech")
 		acts = t.setState(Overlap, acts)
@@ -261,19 +274,33 @@ func (t *Turns) handleUtterance(ev Event, acts []Action) []Action {
 	t.lastActivity = ev.At
 	t.words, t.speechEndAt, t.pausedAt = t.words[:0], time.Time{}, time.Time{}
 	acts = t.decideOnUtterance(strings.Fields(text), acts)
+	carried := t.carried
+	t.carried = nil
+	if text == "" && carried != nil {
+		// The sound that interrupted has no words; the piece before it has.
+		ev.Utterance, text, carried = carried, strings.TrimSpace(carried.Text), nil
+	}
 	if text == "" {
 		t.verdict = nil
 		// Noise: no turn. Fall back to what the agent is doing.
 		acts = t.withdraw(acts, "no words after all")
 		return t.settle(acts)
 	}
-	if bc, ok := t.backchannelOf(ev.Utterance, overlap); ok {
+	u := ev.Utterance
+	bc, ok, joined := t.backchannelOf(u, overlap)
+	if ok {
 		// "mm-hmm" over the agent is not a turn: the agent went on (or will), and the
 		// history keeps it as a backchannel after the agent's turn.
 		return t.recordBackchannel(bc, acts)
 	}
+	if joined == nil && carried != nil {
+		joined = joinUtterances(carried, u)
+	}
+	if joined != nil {
+		u, text = joined, joined.Text
+	}
 	t.reengaged = 0
-	user := &AppendUser{Text: text, Start: ev.Utterance.Start, End: ev.Utterance.End}
+	user := &AppendUser{Text: text, Start: u.Start, End: u.End}
 	if t.agent == nil && t.confirm(user) {
 		// The reply prepared for exactly these words is the answer: it plays at once.
 		acts = append(acts, Action{AppendUser: user})
