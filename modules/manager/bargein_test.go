@@ -90,6 +90,41 @@ func spanUtterance(start, end int, text string, words ...string) Event {
 
 // TestSoftBargeIns runs scenarios of sounds over the agent with the overlap module's
 // evidence, with the defaults: the voice is ducked, never paused.
+// timedUtterance is a transcript of the user's speech from start to end ms.
+func timedUtterance(text string, start, end int, words ...string) Event {
+	ev := scoredUtterance(text, words...)
+	ev.Utterance.Start, ev.Utterance.End = time.Duration(start)*time.Millisecond, time.Duration(end)*time.Millisecond
+	return ev
+}
+
+// voiceInTwo is "go forward ten meters" over the agent's turn 2 as a real-clock laptop
+// replay of bench.yaml heard it through a young canceller: "go for…", kept as a
+// backchannel, then "…ten meters" from second ms on, a voice that does not interrupt.
+// afterAgent is what follows the agent's turn when it finishes.
+func voiceInTwo(second int, afterAgent ...string) []step {
+	const onset = 3000
+	end := second + 310
+	return concat(speakingAgent(), []step{
+		{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+		{ms: 3160, ev: sound(onset, SoundVoice, 160, "go:0.29", "for:1")},
+		{ms: 3260, ev: speechStart(onset)},
+		{ms: 3490, ev: ended(sound(onset, SoundVoice, 440, "go:0.2", "for:0.45", "were:0.23"), 3440), want: []string{"unduck 2"}},
+		{ms: 3500, ev: speechEnd(3440)},
+		{ms: 3700, ev: final(ended(sound(onset, SoundVoice, 440, "go:0.2", "for:0.39", "would:0.38"), 3440))},
+		{ms: 3900, ev: timedUtterance("we're in for", onset, 3440, "we're:0.3", "in:0.4", "for:0.45")},
+		{ms: second + 100, ev: candidate(second), want: []string{"duck 2 -12"}},
+		{ms: second + 210, ev: sound(second, SoundVoice, 210, "me:0.12", "first:1")},
+		{ms: second + 320, ev: speechStart(second)},
+		{ms: second + 340, ev: ended(sound(second, SoundVoice, 310, "me:0.09", "first:0.75"), end), want: []string{"unduck 2"}},
+		{ms: second + 540, ev: final(ended(sound(second, SoundVoice, 510, "me:0.09", "first:0.77"), end))},
+		{ms: second + 610, ev: speechEnd(end)},
+		{ms: second + 640, ev: timedUtterance("risk", second, end, "risk:0.4")},
+		{ms: 5700, ev: reply(2, "Once upon a time.", false)},
+		{ms: 5710, ev: queued(2, true)},
+		{ms: 6000, ev: finished(2), want: append([]string{`agent 2 "Once upon a time."`}, afterAgent...)},
+	})
+}
+
 func TestSoftBargeIns(t *testing.T) {
 	const onset = 3000
 	voice := func(ms int, words ...string) Event { return sound(onset, SoundVoice, ms-onset, words...) }
@@ -528,31 +563,15 @@ func TestSoftBargeIns(t *testing.T) {
 			final: SilenceAfterUser,
 		},
 		{
-			// "go forward ten meters" over a young canceller, in a real-clock replay of
-			// bench.yaml: two transcripts 650 ms apart, too short and too unsure alone.
-			name: "two transcripts of a voice cut in two are one turn after the agent's",
-			steps: concat(speakingAgent(), []step{
-				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
-				{ms: 3160, ev: voice(3160, "go:0.29", "for:1")},
-				{ms: 3260, ev: speechStart(onset)},
-				{ms: 3490, ev: ended(voice(3440, "go:0.2", "for:0.45", "were:0.23"), 3440), want: []string{"unduck 2"}},
-				{ms: 3500, ev: speechEnd(3440)},
-				{ms: 3700, ev: final(ended(voice(3440, "go:0.2", "for:0.39", "would:0.38"), 3440))},
-				{ms: 3900, ev: Event{Utterance: &Utterance{Text: "we're in for", Start: 3000 * time.Millisecond, End: 3440 * time.Millisecond,
-					Words: []ScoredWord{w("we're:0.3"), w("in:0.4"), w("for:0.45")}}}},
-				{ms: 4190, ev: candidate(4090), want: []string{"duck 2 -12"}},
-				{ms: 4300, ev: sound(4090, SoundVoice, 210, "me:0.12", "first:1")},
-				{ms: 4410, ev: speechStart(4090)},
-				{ms: 4430, ev: ended(sound(4090, SoundVoice, 310, "me:0.09", "first:0.75"), 4400), want: []string{"unduck 2"}},
-				{ms: 4630, ev: final(ended(sound(4090, SoundVoice, 510, "me:0.09", "first:0.77"), 4400))},
-				{ms: 4700, ev: speechEnd(4400)},
-				{ms: 4730, ev: Event{Utterance: &Utterance{Text: "risk", Start: 4090 * time.Millisecond, End: 4400 * time.Millisecond,
-					Words: []ScoredWord{w("risk:0.4")}}}},
-				{ms: 5700, ev: reply(2, "Once upon a time.", false)},
-				{ms: 5710, ev: queued(2, true)},
-				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `user 3 "we're in for risk"`, "respond 4"}},
-			}),
+			// Two transcripts 650 ms apart, too short and too unsure alone.
+			name:  "two transcripts of a voice cut in two are one turn after the agent's",
+			steps: voiceInTwo(4090, `user 3 "we're in for risk"`, "respond 4"),
 			final: SilenceAfterUser,
+		},
+		{
+			name:  "transcripts of a voice further apart than the rejoin gap stay apart",
+			steps: voiceInTwo(4190, `backchannel 2 "mm-hmm" voice`, `backchannel 2 "mm-hmm" voice`),
+			final: SilenceAfterAgent,
 		},
 		{
 			// A real-clock laptop replay of bench.yaml: "…ten meters" goes on with "go
@@ -566,8 +585,7 @@ func TestSoftBargeIns(t *testing.T) {
 				{ms: 3500, ev: voice(3500, "go:0.23", "for:0.57", "were:0.17"), want: []string{"duck 2 -12"}},
 				{ms: 3520, ev: speechEnd(3440)},
 				{ms: 3600, ev: final(ended(voice(3600, "go:0.23", "for:0.52", "what:0.31"), 3520)), want: []string{"unduck 2"}},
-				{ms: 3900, ev: Event{Utterance: &Utterance{Text: "in short", Start: 3000 * time.Millisecond, End: 3440 * time.Millisecond,
-					Words: []ScoredWord{w("in:0.3"), w("short:0.4")}}}},
+				{ms: 3900, ev: timedUtterance("in short", onset, 3440, "in:0.3", "short:0.4")},
 				{ms: 4120, ev: candidate(4120), want: []string{"duck 2 -12"}},
 				{ms: 4270, ev: sound(4120, SoundVoice, 150, "he:0.07", "first:1", "time:0.5"), want: []string{"interrupt 2"}},
 				{ms: 4300, ev: stopped(2)},
@@ -585,8 +603,7 @@ func TestSoftBargeIns(t *testing.T) {
 				{ms: 3440, ev: ended(voice(3440, "go:0.21", "for:0.55", "were:0.16"), 3440), want: []string{"unduck 2"}},
 				{ms: 3520, ev: speechEnd(3440)},
 				{ms: 3600, ev: final(ended(voice(3440, "go:0.23", "for:0.52", "what:0.31"), 3440))},
-				{ms: 3900, ev: Event{Utterance: &Utterance{Text: "in short", Start: 3000 * time.Millisecond, End: 3440 * time.Millisecond,
-					Words: []ScoredWord{w("in:0.3"), w("short:0.4")}}}},
+				{ms: 3900, ev: timedUtterance("in short", onset, 3440, "in:0.3", "short:0.4")},
 				{ms: 4120, ev: candidate(4120), want: []string{"duck 2 -12"}},
 				{ms: 4270, ev: sound(4120, SoundVoice, 150, "he:0.07", "first:1")},
 				{ms: 4340, ev: speechStart(4120)},
@@ -599,31 +616,6 @@ func TestSoftBargeIns(t *testing.T) {
 				{ms: 5100, ev: utterance("ten meters"), want: []string{`user 3 "in short ten meters"`, "respond 4"}},
 			}),
 			final: SilenceAfterUser,
-		},
-		{
-			name: "transcripts of a voice further apart than the rejoin gap stay apart",
-			steps: concat(speakingAgent(), []step{
-				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
-				{ms: 3160, ev: voice(3160, "go:0.29", "for:1")},
-				{ms: 3260, ev: speechStart(onset)},
-				{ms: 3490, ev: ended(voice(3440, "go:0.2", "for:0.45", "were:0.23"), 3440), want: []string{"unduck 2"}},
-				{ms: 3500, ev: speechEnd(3440)},
-				{ms: 3700, ev: final(ended(voice(3440, "go:0.2", "for:0.39", "would:0.38"), 3440))},
-				{ms: 3900, ev: Event{Utterance: &Utterance{Text: "we're in for", Start: 3000 * time.Millisecond, End: 3440 * time.Millisecond,
-					Words: []ScoredWord{w("we're:0.3"), w("in:0.4"), w("for:0.45")}}}},
-				{ms: 4290, ev: candidate(4190), want: []string{"duck 2 -12"}},
-				{ms: 4400, ev: sound(4190, SoundVoice, 210, "me:0.12", "first:1")},
-				{ms: 4510, ev: speechStart(4190)},
-				{ms: 4530, ev: ended(sound(4190, SoundVoice, 310, "me:0.09", "first:0.75"), 4500), want: []string{"unduck 2"}},
-				{ms: 4730, ev: final(ended(sound(4190, SoundVoice, 510, "me:0.09", "first:0.77"), 4500))},
-				{ms: 4800, ev: speechEnd(4500)},
-				{ms: 4830, ev: Event{Utterance: &Utterance{Text: "risk", Start: 4190 * time.Millisecond, End: 4500 * time.Millisecond,
-					Words: []ScoredWord{w("risk:0.4")}}}},
-				{ms: 5700, ev: reply(2, "Once upon a time.", false)},
-				{ms: 5710, ev: queued(2, true)},
-				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `backchannel 2 "mm-hmm" voice`, `backchannel 2 "mm-hmm" voice`}},
-			}),
-			final: SilenceAfterAgent,
 		},
 		{
 			name: "a long voice heard in pieces, its words unsure, is a turn after the agent's, not a backchannel",
