@@ -12,8 +12,7 @@ type bargeIn struct {
 	onset time.Time
 	// from is when the voice began that this sound goes on with: the onset of an earlier
 	// sound over the same agent turn that it follows closely (Evidence.Rejoin), else
-	// onset.
-	// Its length past MaxBackchannel counts from there.
+	// onset. Its length past MaxBackchannel counts from there.
 	from      time.Time
 	tentative bool // begun by a candidate that the VAD has not confirmed yet
 	open      bool // the user is still speaking
