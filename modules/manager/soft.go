@@ -448,11 +448,11 @@ func (t *Turns) backchannelOf(u *Utterance, overlap bool) (bc *AppendBackchannel
 		return nil, false, nil
 	}
 	words := t.transcriptWords(u)
-	if v.kind == SoundVoice && t.speechHeardBadly(words, u.End-u.Start) {
+	if v.kind == SoundVoice && t.transcriptIsSpeech(words, u.End-u.Start) {
 		return nil, false, nil
 	}
 	if prev != nil && prev.agentTurn == v.agentTurn && u.Start-prev.u.End <= t.cfg.BargeIn.Evidence.Rejoin &&
-		len(words.real) > 0 && t.speechHeardBadly(t.transcriptWords(prev.u, u), u.End-prev.u.Start) {
+		len(words.real) > 0 && t.transcriptIsSpeech(t.transcriptWords(prev.u, u), u.End-prev.u.Start) {
 		if i := slices.Index(t.pendingBackchannels, prev.bc); i >= 0 {
 			t.pendingBackchannels = slices.Delete(t.pendingBackchannels, i, i+1)
 			return nil, false, joinUtterances(prev.u, u)
@@ -520,13 +520,13 @@ func (t *Turns) transcriptWords(us ...*Utterance) heardWords {
 	return h
 }
 
-// speechHeardBadly reports whether the transcript of a voice that did not interrupt is
-// a turn of its own all the same: two different confident real words, or, in a voice
-// longer than any backchannel, two different real words however unsure. That is speech
+// transcriptIsSpeech reports whether the transcript of a voice that did not interrupt is
+// speech, a turn of its own: two different confident real words, or, in a voice longer
+// than any backchannel, two different real words however unsure. The latter is speech
 // the recogniser heard badly (through an echo canceller that cut it into pieces: "go
 // forward ten meters" as "or work and"), not a hum, whose transcripts are letters
 // ("n m h m m") or one word repeated.
-func (t *Turns) speechHeardBadly(h heardWords, length time.Duration) bool {
+func (t *Turns) transcriptIsSpeech(h heardWords, length time.Duration) bool {
 	long := t.cfg.BargeIn.MaxBackchannel > 0 && length >= t.cfg.BargeIn.MaxBackchannel
 	return len(h.sure) >= 2 || long && len(h.real) >= 2
 }
