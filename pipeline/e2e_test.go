@@ -268,7 +268,7 @@ func heardText(t *testing.T, rec *record, turn int) string {
 	spaceOrPunct := func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }
 	last := strings.TrimRightFunc(heard.ClauseText[:end], spaceOrPunct)
 	if strings.TrimFunc(heard.ClauseText[end:], spaceOrPunct) == "" {
-		// The clause's last word was heard whole: the clause is, with its punctuation.
+		// The clause's last word was heard whole: so was the clause, punctuation and all.
 		last = strings.TrimRightFunc(heard.ClauseText, unicode.IsSpace)
 	}
 	if last != "" {
