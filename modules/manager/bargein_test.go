@@ -125,6 +125,22 @@ func voiceInTwo(second int, afterAgent ...string) []step {
 	})
 }
 
+// goFor is "go for…", the first piece of "go forward ten meters" over the agent's turn
+// 2 through a young canceller, from 3000 ms: a voice that ends at 3780 ms, having come
+// back once, without interrupting.
+func goFor() []step {
+	const onset = 3000
+	voice := func(ms int, words ...string) Event { return sound(onset, SoundVoice, ms-onset, words...) }
+	return []step{
+		{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+		{ms: 3250, ev: voice(3250, "go:0.27", "for:1")},
+		{ms: 3330, ev: voice(3330, "go:0.25", "for:1")},
+		{ms: 3600, ev: ended(voice(3590, "go:0.09", "for:0.26", "were:0.04"), 3590), want: []string{"unduck 2"}},
+		{ms: 3750, ev: voice(3750, "go:0.11", "for:0.3", "what:0.26"), want: []string{"duck 2 -12"}},
+		{ms: 3850, ev: final(ended(voice(3770, "go:0.14", "for:0.32", "what:0.59"), 3780)), want: []string{"unduck 2"}},
+	}
+}
+
 func TestSoftBargeIns(t *testing.T) {
 	const onset = 3000
 	voice := func(ms int, words ...string) Event { return sound(onset, SoundVoice, ms-onset, words...) }
@@ -439,13 +455,7 @@ func TestSoftBargeIns(t *testing.T) {
 			// of bench.yaml): the suppressor leaves "go for…" and "…ten meters", 210 ms
 			// apart.
 			name: "a voice cut into pieces goes on from the first piece",
-			steps: concat(speakingAgent(), []step{
-				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
-				{ms: 3250, ev: voice(3250, "go:0.27", "for:1")},
-				{ms: 3330, ev: voice(3330, "go:0.25", "for:1")},
-				{ms: 3600, ev: ended(voice(3590, "go:0.09", "for:0.26", "were:0.04"), 3590), want: []string{"unduck 2"}},
-				{ms: 3750, ev: voice(3750, "go:0.11", "for:0.3", "what:0.26"), want: []string{"duck 2 -12"}},
-				{ms: 3850, ev: final(ended(voice(3770, "go:0.14", "for:0.32", "what:0.59"), 3780)), want: []string{"unduck 2"}},
+			steps: concat(speakingAgent(), goFor(), []step{
 				{ms: 3900, ev: candidate(3990), want: []string{"duck 2 -12"}},
 				{ms: 4260, ev: sound(3990, SoundHum, 270, "time:0.31", "me:0.06"), want: []string{"unduck 2"}},
 				{ms: 4390, ev: sound(3990, SoundVoice, 400, "time:0.27", "these:0.11"), want: []string{"duck 2 -12"}},
@@ -457,13 +467,7 @@ func TestSoftBargeIns(t *testing.T) {
 		},
 		{
 			name: "a voice that follows a settled one after more than the rejoin gap is weighed alone",
-			steps: concat(speakingAgent(), []step{
-				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
-				{ms: 3250, ev: voice(3250, "go:0.27", "for:1")},
-				{ms: 3330, ev: voice(3330, "go:0.25", "for:1")},
-				{ms: 3600, ev: ended(voice(3590, "go:0.09", "for:0.26", "were:0.04"), 3590), want: []string{"unduck 2"}},
-				{ms: 3750, ev: voice(3750, "go:0.11", "for:0.3", "what:0.26"), want: []string{"duck 2 -12"}},
-				{ms: 3850, ev: final(ended(voice(3770, "go:0.14", "for:0.32", "what:0.59"), 3780)), want: []string{"unduck 2"}},
+			steps: concat(speakingAgent(), goFor(), []step{
 				{ms: 4600, ev: candidate(4500), want: []string{"duck 2 -12"}},
 				{ms: 4770, ev: sound(4500, SoundHum, 270, "time:0.31", "me:0.06"), want: []string{"unduck 2"}},
 				{ms: 4900, ev: sound(4500, SoundVoice, 400, "time:0.27", "these:0.11"), want: []string{"duck 2 -12"}},
