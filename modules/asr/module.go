@@ -63,6 +63,13 @@ type Config struct {
 	// History is how much recent audio is kept for the pre-roll of the next utterance;
 	// it must cover the VAD's onset confirmation delay plus padding and PreRoll.
 	History time.Duration `yaml:"history"`
+	// DecodeLinear decodes an echo canceller's linear output (the microphone less the
+	// echo its filter predicts, before any suppression) instead of the cleaned audio,
+	// where the canceller sends one (linearAudio IUs before the audio.Frame of the
+	// same stretch). The suppressor cuts the first 100–250 ms of a voice over the
+	// agent's and its high frequencies; the linear output keeps them, beside a residue
+	// of the agent's voice (docs/MEASUREMENTS.md: a barge-in's words).
+	DecodeLinear bool `yaml:"decode_linear"`
 
 	Whisper      WhisperConfig      `yaml:"whisper"`
 	Pocketsphinx PocketsphinxConfig `yaml:"pocketsphinx"`
@@ -78,6 +85,7 @@ func DefaultConfig() Config {
 		Trailing:     300 * time.Millisecond,
 		Speculative:  true,
 		History:      3 * time.Second,
+		DecodeLinear: true,
 		Whisper:      DefaultWhisperConfig(),
 		Pocketsphinx: DefaultPocketsphinxConfig(),
 	}
@@ -124,8 +132,9 @@ func (c Config) Validate() error {
 // Module is the ASR module. It consumes audio.Frame IUs (16 kHz mono) and vad.Segment
 // and vad.EndOfTurn IUs: a segment's onset starts an utterance (with pre-roll audio) or
 // continues the current one, the end of turn triggers the final decode, or confirms the
-// speculative one the end of the segment before started (Config.Speculative). It
-// produces Word and Utterance IUs.
+// speculative one the end of the segment before started (Config.Speculative). With
+// Config.DecodeLinear it decodes an echo canceller's linear output in place of the
+// audio.Frame of the same stretch that follows it. It produces Word and Utterance IUs.
 type Module struct {
 	name   string
 	cfg    Config
@@ -220,6 +229,10 @@ type runner struct {
 	// decodedTo is the end of the last ended utterance: the next one starts no earlier,
 	// so that no audio is decoded twice.
 	decodedTo int64
+
+	// nextLinear is the linear output for the audio.Frame that comes next
+	// (Config.DecodeLinear).
+	nextLinear audio.Frame
 
 	cur    *utterance   // the utterance of the turn in progress, if any
 	queue  []*utterance // utterances not committed; the engine works on queue[0]
@@ -369,8 +382,16 @@ func (u *utterance) complete(inputDone bool) bool {
 
 func (r *runner) update(ctx context.Context, up iu.Update) error {
 	switch pl := up.IU.Payload.(type) {
+	case linearAudio:
+		if up.Type == iu.Add && r.m.cfg.DecodeLinear {
+			r.nextLinear = pl.LinearAudio()
+		}
 	case audio.Frame:
 		if up.Type == iu.Add {
+			if lin := r.nextLinear; lin.Start == pl.Start && lin.Len() == pl.Len() && lin.Len() > 0 {
+				pl.Samples = lin.Samples
+			}
+			r.nextLinear = audio.Frame{}
 			return r.frame(up.IU.ID, pl)
 		}
 	case vad.Segment:
@@ -402,6 +423,11 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 		}
 	}
 	return nil // frame commits carry nothing new for the ASR
+}
+
+// linearAudio is an echo canceller's linear output (aec.Linear).
+type linearAudio interface {
+	LinearAudio() audio.Frame
 }
 
 func (r *runner) frame(id iu.ID, f audio.Frame) error {
