@@ -17,6 +17,7 @@ import (
 	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/internal/testenv"
+	"github.com/parley-voice/parley/internal/wer"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/aec/measure"
@@ -144,6 +145,8 @@ func TestReplayEchoOnEveryScenario(t *testing.T) {
 	if err != nil || len(scenarios) == 0 {
 		t.Fatalf("no scenarios: %v", err)
 	}
+	references := sharedTranscripts(t)
+	var heard, bargeInsHeard wer.Result
 	bargeIns, stopped := 0, 0
 	for _, path := range scenarios {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -178,6 +181,25 @@ func TestReplayEchoOnEveryScenario(t *testing.T) {
 				if !inside {
 					t.Errorf("echo_cancel on: a user turn %q at %v that no recording says", e.Text, e.Start)
 				}
+			}
+			// What the recogniser made of each recording with a reference transcript.
+			for _, s := range spans {
+				ref, ok := references[s.name]
+				if !ok {
+					continue
+				}
+				var said []string
+				for _, e := range res.Transcript {
+					if e.Speaker == dialogue.User && e.Start >= s.from-400*time.Millisecond && e.Start <= s.to {
+						said = append(said, e.Text)
+					}
+				}
+				r := wer.Compare(ref, strings.Join(said, " "))
+				heard = heard.Add(r)
+				if s.role == "barge-in" {
+					bargeInsHeard = bargeInsHeard.Add(r)
+				}
+				t.Logf("echo_cancel on: %s (%s) heard as %q for %q: %v", s.name, s.role, said, ref, r)
 			}
 			// A barge-in recording that starts while the agent is heard stops it.
 			for _, s := range spans {
@@ -215,6 +237,7 @@ func TestReplayEchoOnEveryScenario(t *testing.T) {
 			}
 		})
 	}
+	t.Logf("echo_cancel on: the recordings with a reference transcript heard with %v; the barge-ins %v", heard, bargeInsHeard)
 	switch {
 	case bargeIns == 0:
 		t.Error("no scenario has a barge-in over the agent: the barge-in check was never made")
@@ -222,6 +245,26 @@ func TestReplayEchoOnEveryScenario(t *testing.T) {
 		// One may become a user turn instead (above); not all of them.
 		t.Errorf("none of the %d barge-ins over the agent stopped it", bargeIns)
 	}
+}
+
+// sharedTranscripts returns the reference transcripts of the shared recordings, by file
+// name.
+func sharedTranscripts(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open(testenv.SharedFile(t, "audio/transcripts.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ts, err := wer.ReadTranscripts(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := map[string]string{}
+	for _, tr := range ts {
+		refs[filepath.Base(tr.File)] = tr.Text
+	}
+	return refs
 }
 
 // streams keeps the audio of some modules' frames, by module.

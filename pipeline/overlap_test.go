@@ -18,6 +18,7 @@ import (
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/internal/voices"
+	"github.com/parley-voice/parley/internal/wer"
 	"github.com/parley-voice/parley/iu"
 )
 
@@ -556,7 +557,11 @@ func overlapTable(outcomes []overlapOutcome) string {
 	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "voice\tsound\tlength ms\tkind\tstopped\tuser turn\tstored as backchannel\tducked ms\tlowest dB\tsilence ms\tfull volume ms after end\tsilent ms after onset\tpass")
 	pass, bcPass, bcN, biPass, biN := 0, 0, 0, 0, 0
+	var heard wer.Result // the barge-ins' user turns against their words
 	for _, o := range outcomes {
+		if o.s.bargeIn {
+			heard = heard.Add(wer.Compare(o.s.text, strings.Join(o.userTurns, " ")))
+		}
 		kind, silentAt, restore, gap := "backchannel", "–", ms(o.restoreAfter), ms(o.gap)
 		if o.s.bargeIn {
 			kind, silentAt, restore, gap = "barge-in", show(o.silenced, o.silentAt), "–", "–"
@@ -592,6 +597,7 @@ func overlapTable(outcomes []overlapOutcome) string {
 	}
 	tw.Flush()
 	fmt.Fprintf(&b, "backchannels and noises: %d of %d pass; barge-ins: %d of %d pass; %d of %d in all\n", bcPass, bcN, biPass, biN, pass, len(outcomes))
+	fmt.Fprintf(&b, "the barge-ins' user turns against what was said: %v\n", heard)
 	return b.String()
 }
 
