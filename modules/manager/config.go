@@ -86,14 +86,15 @@ type EvidenceConfig struct {
 	// are its guess at a breath or the start of the word. A voice longer than
 	// MaxBackchannel that did not interrupt is a turn of its own, after the agent's,
 	// when its transcript holds two different real words at least this confident (or
-	// the overlap module's last three decodes held them, WordConfidence in each).
+	// the overlap module's last three decodes held two, WordConfidence in each).
 	DoubtConfidence float32 `yaml:"doubt_confidence"`
 	// Rejoin: an echo canceller cuts speech over the agent into pieces. A voice over the
 	// agent that begins this soon after one that did not interrupt it ended goes on
 	// with that one (its length counts from the first's onset, and it comes back once
 	// more); and a transcript this soon after one of a voice kept as a backchannel for
-	// want of words is one turn with it, after the agent's, when the two together are
-	// speech. 0: every sound and transcript is weighed alone.
+	// want of words (its transcript held words, none a backchannel) is one turn with
+	// it, after the agent's, when the two together are speech. 0: every sound and
+	// transcript is weighed alone.
 	Rejoin time.Duration `yaml:"rejoin"`
 }
 

@@ -499,9 +499,11 @@ func (t *Turns) backchannelOf(u *Utterance, overlap bool) (bc *AppendBackchannel
 	bc = &AppendBackchannel{TurnID: v.agentTurn, Text: strings.Join(backs, " "), Sound: v.kind, Start: u.Start, End: u.End}
 	if bc.Text == "" && !v.noise {
 		bc.Text = t.cfg.BargeIn.HumText
-		if v.kind == SoundVoice && len(words.real) > 0 {
-			t.piece = &piece{agentTurn: v.agentTurn, u: u, bc: bc}
-		}
+	}
+	if v.kind == SoundVoice && len(words.real) > 0 && len(words.backs) == 0 {
+		// Kept as a backchannel for want of words, or for the overlap module's guess at
+		// one ("sure" for festival kal's "turn…", which the recogniser heard).
+		t.piece = &piece{agentTurn: v.agentTurn, u: u, bc: bc}
 	}
 	return bc, true, nil // a cough, a knock: no text, nothing to keep
 }
@@ -512,10 +514,12 @@ func joinUtterances(a, b *Utterance) *Utterance {
 		Words: append(slices.Clip(a.Words), b.Words...), Start: a.Start, End: b.End}
 }
 
-// piece is a voice over the agent, with words but none of them a backchannel, kept as a
-// backchannel (HumText) for want of more: the first piece of speech an echo canceller
-// cut in two, should the next utterance follow within Evidence.Rejoin ("go forward ten
-// meters" over a young canceller: "we're in for" and, 650 ms later, "risk").
+// piece is a voice over the agent whose transcript holds words but none of them a
+// backchannel, kept as a backchannel (HumText, or the overlap module's backchannel
+// words) for want of more: the first piece of speech an echo canceller cut in two, or
+// of a hesitant speaker's, should the next utterance follow within Evidence.Rejoin ("go
+// forward ten meters" over a young canceller: "we're in for" and, 650 ms later,
+// "risk"; "turn… off…": "turn", decoded "sure", and 580 ms later "off").
 type piece struct {
 	agentTurn int
 	u         *Utterance
@@ -524,21 +528,21 @@ type piece struct {
 
 // heardWords sorts a transcript's words: real, the different real words, undoubted and
 // sure, those of them at least once given DoubtConfidence and TurnWordConfidence, and
-// backs, its backchannel words. undoubted also holds the words the overlap module's
-// decodes agreed on (verdict.agreed).
+// backs, its backchannel words; agreed are the words the overlap module's decodes
+// agreed on (verdict.agreed).
 type heardWords struct {
-	real, undoubted, sure map[string]bool
-	backs                 []string
+	real, undoubted, sure, agreed map[string]bool
+	backs                         []string
 }
 
 // transcriptWords sorts the words of the transcripts us, and of v's decodes when v is
 // not nil.
 func (t *Turns) transcriptWords(v *verdict, us ...*Utterance) heardWords {
 	ev := t.cfg.BargeIn.Evidence
-	h := heardWords{real: map[string]bool{}, undoubted: map[string]bool{}, sure: map[string]bool{}}
+	h := heardWords{real: map[string]bool{}, undoubted: map[string]bool{}, sure: map[string]bool{}, agreed: map[string]bool{}}
 	if v != nil {
 		for _, w := range v.agreed {
-			h.undoubted[w] = true
+			h.agreed[w] = true
 		}
 	}
 	for _, u := range us {
@@ -564,14 +568,16 @@ func (t *Turns) transcriptWords(v *verdict, us ...*Utterance) heardWords {
 
 // transcriptIsSpeech reports whether the transcript of a voice that did not interrupt is
 // speech, a turn of its own: two different confident real words, or, in a voice longer
-// than any backchannel, two different real words the recogniser does not doubt, or that
-// the overlap module's decodes agreed on. The latter is speech heard through the residue
-// of the agent's voice ("hold(0.62) on(0.95) a(0.34) second(0.97)"), not a hum, whose
-// transcripts are letters ("n m h m m"), one word repeated, or words all but guessed
-// ("can(0.06) the(0.01) major(0.02) them(0.03)"), and whose decodes drift.
+// than any backchannel, two different real words the recogniser does not doubt, or two
+// that the overlap module's decodes agreed on. The latter is speech heard through the
+// residue of the agent's voice ("hold(0.62) on(0.95) a(0.34) second(0.97)"), not a hum,
+// whose transcripts are letters ("n m h m m"), one word repeated, or words all but
+// guessed ("can(0.06) the(0.01) major(0.02) them(0.03)"), and whose decodes drift, or
+// settle on one word at most ("make(0.90)" beside the transcript's "an an h m m": the
+// two sources are not added up).
 func (t *Turns) transcriptIsSpeech(h heardWords, length time.Duration) bool {
 	long := t.cfg.BargeIn.MaxBackchannel > 0 && length >= t.cfg.BargeIn.MaxBackchannel
-	return len(h.sure) >= 2 || long && len(h.undoubted) >= 2
+	return len(h.sure) >= 2 || long && (len(h.undoubted) >= 2 || len(h.agreed) >= 2)
 }
 
 // recordBackchannel stores a backchannel after the agent turn it accompanied: at once
