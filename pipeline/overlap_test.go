@@ -107,7 +107,8 @@ func newOverlapSound(t *testing.T, voice, text string, bargeIn bool, path string
 type overlapOutcome struct {
 	s overlapSound
 	// stopped: the agent's turn was interrupted; userTurns: user turns stored besides
-	// the question; backchannel: what the history kept as a backchannel.
+	// the question; backchannel: what the history kept as backchannels (" / " between
+	// two).
 	stopped     bool
 	userTurns   []string
 	backchannel string
@@ -429,6 +430,8 @@ func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *Repl
 		case u.Speaker == dialogue.Agent && u.Interrupted && u.TurnID == turn:
 			o.stopped = true
 			o.cutOK = u.Text == heardText(t, rec, u.TurnID)
+		case u.Speaker == dialogue.User && u.Backchannel && o.backchannel != "":
+			o.backchannel += " / " + u.Text
 		case u.Speaker == dialogue.User && u.Backchannel:
 			o.backchannel = u.Text
 		case u.Speaker == dialogue.User:
@@ -536,7 +539,8 @@ func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *Repl
 func describeOutcome(o overlapOutcome) string {
 	var b strings.Builder
 	if o.s.bargeIn {
-		fmt.Fprintf(&b, "barge-in: stopped %v (%s), history cut to what was heard %v, ducked after %v, silent after %v", o.stopped, o.reason, o.cutOK, show(o.ducked, o.duckAt), show(o.silenced, o.silentAt))
+		fmt.Fprintf(&b, "barge-in: stopped %v (%s), history cut to what was heard %v, ducked after %v, silent after %v, user turns %q, backchannels %q",
+			o.stopped, o.reason, o.cutOK, show(o.ducked, o.duckAt), show(o.silenced, o.silentAt), o.userTurns, o.backchannel)
 	} else {
 		fmt.Fprintf(&b, "backchannel: stopped %v (%s), user turns %q, longest silence %v, full volume %v after it ended", o.stopped, o.reason, o.userTurns, o.gap, o.restoreAfter)
 	}
@@ -646,8 +650,8 @@ func soundTimeline(path string, from, to time.Duration) string {
 }
 
 // TestHesitantBargeIns: a user who interrupts in phrases, with pauses between them
-// ("turn… off… the light… please"), stops the agent, and its turn is cut to the words
-// heard. The pauses cut the sound, the overlap decodes of it drift and need not agree on
+// ("turn… off… the light… please"), stops the agent, its turn is cut to the words
+// heard, and none of the user's phrases is stored as a backchannel. The pauses cut the sound, the overlap decodes of it drift and need not agree on
 // any word; the voice that keeps coming back past the longest backchannel interrupts
 // (modules/manager, voiceComebacks). Timing is logged, not judged: such a barge-in
 // says less in its first 400 ms than the ones TestSoundsOverTheAgent times.
@@ -674,6 +678,11 @@ func TestHesitantBargeIns(t *testing.T) {
 				t.Logf("%s", describeOutcome(o))
 				if !o.stopped || !o.cutOK {
 					t.Errorf("%s\nwhat happened from the onset on:\n%s", describeOutcome(o), overlapTimeline(t, res, place))
+				}
+				// Its first phrases did not stop the agent, but they are the user's words.
+				if o.backchannel != "" {
+					t.Errorf("part of the barge-in stored as a backchannel: %s\nwhat happened from the onset on:\n%s",
+						describeOutcome(o), overlapTimeline(t, res, place))
 				}
 			})
 		}
