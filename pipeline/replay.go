@@ -158,8 +158,8 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	defer agent.Close()
 	if opts.Record {
 		// user.wav is the recording as it was; mic.wav what the simulated laptop's
-		// microphone picked up, aec.wav what the canceller left of it (what the VAD and
-		// the recogniser heard), aec-linear.wav its linear output (what the overlap
+		// microphone picked up, aec.wav what the canceller left of it (what the VAD
+		// heard), aec-linear.wav its linear output (what the recogniser and the overlap
 		// module decoded; AEC3 only).
 		type recording struct {
 			rec  *recorder.Module
