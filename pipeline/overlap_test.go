@@ -563,11 +563,9 @@ func overlapTable(outcomes []overlapOutcome) string {
 	pass, bcPass, bcN, biPass, biN := 0, 0, 0, 0, 0
 	var heard wer.Result // the barge-ins' user turns against their words
 	for _, o := range outcomes {
-		if o.s.bargeIn {
-			heard = heard.Add(wer.Compare(o.s.text, strings.Join(o.userTurns, " ")))
-		}
 		kind, silentAt, restore, gap := "backchannel", "–", ms(o.restoreAfter), ms(o.gap)
 		if o.s.bargeIn {
+			heard = heard.Add(wer.Compare(o.s.text, strings.Join(o.userTurns, " ")))
 			kind, silentAt, restore, gap = "barge-in", show(o.silenced, o.silentAt), "–", "–"
 			silentAt = strings.TrimSuffix(silentAt, "ms")
 			if o.silenced {
