@@ -102,6 +102,18 @@ func timedUtterance(text string, start, end int, words ...string) Event {
 // backchannel, then "…ten meters" from second ms on, a voice that does not interrupt.
 // afterAgent is what follows the agent's turn when it finishes.
 func voiceInTwo(second int, afterAgent ...string) []step {
+	return voiceInTwoHeard(second, heardAs{"we're in for", []string{"we're:0.3", "in:0.4", "for:0.45"}},
+		heardAs{"risk", []string{"risk:0.4"}}, afterAgent...)
+}
+
+// heardAs is a transcript and its scored words.
+type heardAs struct {
+	text  string
+	words []string
+}
+
+// voiceInTwoHeard is voiceInTwo with the transcripts of its two pieces.
+func voiceInTwoHeard(second int, first, rest heardAs, afterAgent ...string) []step {
 	const onset = 3000
 	end := second + 310
 	return concat(speakingAgent(), []step{
@@ -111,14 +123,14 @@ func voiceInTwo(second int, afterAgent ...string) []step {
 		{ms: 3490, ev: ended(sound(onset, SoundVoice, 440, "go:0.2", "for:0.45", "were:0.23"), 3440), want: []string{"unduck 2"}},
 		{ms: 3500, ev: speechEnd(3440)},
 		{ms: 3700, ev: final(ended(sound(onset, SoundVoice, 440, "go:0.2", "for:0.39", "would:0.38"), 3440))},
-		{ms: 3900, ev: timedUtterance("we're in for", onset, 3440, "we're:0.3", "in:0.4", "for:0.45")},
+		{ms: 3900, ev: timedUtterance(first.text, onset, 3440, first.words...)},
 		{ms: second + 100, ev: candidate(second), want: []string{"duck 2 -12"}},
 		{ms: second + 210, ev: sound(second, SoundVoice, 210, "me:0.12", "first:1")},
 		{ms: second + 320, ev: speechStart(second)},
 		{ms: second + 340, ev: ended(sound(second, SoundVoice, 310, "me:0.09", "first:0.75"), end), want: []string{"unduck 2"}},
 		{ms: second + 540, ev: final(ended(sound(second, SoundVoice, 510, "me:0.09", "first:0.77"), end))},
 		{ms: second + 610, ev: speechEnd(end)},
-		{ms: second + 640, ev: timedUtterance("risk", second, end, "risk:0.4")},
+		{ms: second + 640, ev: timedUtterance(rest.text, second, end, rest.words...)},
 		{ms: 5700, ev: reply(2, "Once upon a time.", false)},
 		{ms: 5710, ev: queued(2, true)},
 		{ms: 6000, ev: finished(2), want: append([]string{`agent 2 "Once upon a time."`}, afterAgent...)},
@@ -570,6 +582,14 @@ func TestSoftBargeIns(t *testing.T) {
 			// Two transcripts 650 ms apart, too short and too unsure alone.
 			name:  "two transcripts of a voice cut in two are one turn after the agent's",
 			steps: voiceInTwo(4090, `user 3 "we're in for risk"`, "respond 4"),
+			final: SilenceAfterUser,
+		},
+		{
+			// The first transcript a backchannel beside a real word: "go for…" heard as
+			// "for sure" (a real-clock laptop replay of bench.yaml).
+			name: "a piece heard as a backchannel beside a real word is one turn with the transcript that follows it",
+			steps: voiceInTwoHeard(4090, heardAs{"for sure", []string{"for:0.6", "sure:0.9"}},
+				heardAs{"ten meters", []string{"ten:0.6", "meters:0.7"}}, `user 3 "for sure ten meters"`, "respond 4"),
 			final: SilenceAfterUser,
 		},
 		{

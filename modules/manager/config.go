@@ -92,9 +92,9 @@ type EvidenceConfig struct {
 	// agent that begins this soon after one that did not interrupt it ended goes on
 	// with that one (its length counts from the first's onset, and it comes back once
 	// more); and a transcript this soon after one of a voice kept as a backchannel for
-	// want of words (its transcript held words, none a backchannel) is one turn with
-	// it, after the agent's, when the two together are speech. 0: every sound and
-	// transcript is weighed alone.
+	// want of words (its transcript held a real word) is one turn with it, after the
+	// agent's, when the two together, or the second alone, are speech. 0: every sound
+	// and transcript is weighed alone.
 	Rejoin time.Duration `yaml:"rejoin"`
 }
 

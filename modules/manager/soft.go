@@ -478,15 +478,18 @@ func (t *Turns) backchannelOf(u *Utterance, overlap bool) (bc *AppendBackchannel
 		return nil, false, nil
 	}
 	words := t.transcriptWords(v, u)
-	if v.kind == SoundVoice && t.transcriptIsSpeech(words, u.End-u.Start) {
-		return nil, false, nil
-	}
+	speech := v.kind == SoundVoice && t.transcriptIsSpeech(words, u.End-u.Start)
+	// A piece just before goes with it when the two are speech, also when this one is
+	// speech alone: its words were the start of the turn.
 	if prev != nil && prev.agentTurn == v.agentTurn && u.Start-prev.u.End <= t.cfg.BargeIn.Evidence.Rejoin &&
-		len(words.real) > 0 && t.transcriptIsSpeech(t.transcriptWords(v, prev.u, u), u.End-prev.u.Start) {
+		len(words.real) > 0 && (speech || t.transcriptIsSpeech(t.transcriptWords(v, prev.u, u), u.End-prev.u.Start)) {
 		if i := slices.Index(t.pendingBackchannels, prev.bc); i >= 0 {
 			t.pendingBackchannels = slices.Delete(t.pendingBackchannels, i, i+1)
 			return nil, false, joinUtterances(prev.u, u)
 		}
+	}
+	if speech {
+		return nil, false, nil
 	}
 	backs := words.backs
 	if len(backs) == 0 {
@@ -500,9 +503,11 @@ func (t *Turns) backchannelOf(u *Utterance, overlap bool) (bc *AppendBackchannel
 	if bc.Text == "" && !v.noise {
 		bc.Text = t.cfg.BargeIn.HumText
 	}
-	if v.kind == SoundVoice && len(words.real) > 0 && len(words.backs) == 0 {
-		// Kept as a backchannel for want of words, or for the overlap module's guess at
-		// one ("sure" for festival kal's "turn…", which the recogniser heard).
+	if v.kind == SoundVoice && len(words.real) > 0 {
+		// Kept as a backchannel for want of words, for the overlap module's guess at one
+		// ("sure" for festival kal's "turn…", which the recogniser heard), or for one
+		// beside a real word ("for sure", the first piece of "go forward ten meters"
+		// through a young canceller).
 		t.piece = &piece{agentTurn: v.agentTurn, u: u, bc: bc}
 	}
 	return bc, true, nil // a cough, a knock: no text, nothing to keep
@@ -514,12 +519,12 @@ func joinUtterances(a, b *Utterance) *Utterance {
 		Words: append(slices.Clip(a.Words), b.Words...), Start: a.Start, End: b.End}
 }
 
-// piece is a voice over the agent whose transcript holds words but none of them a
-// backchannel, kept as a backchannel (HumText, or the overlap module's backchannel
-// words) for want of more: the first piece of speech an echo canceller cut in two, or
-// of a hesitant speaker's, should the next utterance follow within Evidence.Rejoin ("go
-// forward ten meters" over a young canceller: "we're in for" and, 650 ms later,
-// "risk"; "turn… off…": "turn", decoded "sure", and 580 ms later "off").
+// piece is a voice over the agent whose transcript holds a real word, kept as a
+// backchannel (HumText, or the backchannel words heard) for want of more: the first
+// piece of speech an echo canceller cut in two, or of a hesitant speaker's, should the
+// next utterance follow within Evidence.Rejoin ("go forward ten meters" over a young
+// canceller: "we're in for" and, 650 ms later, "risk", or "for sure" and "ten meters";
+// "turn… off…": "turn", decoded "sure", and 580 ms later "off").
 type piece struct {
 	agentTurn int
 	u         *Utterance
