@@ -83,10 +83,7 @@ type EvidenceConfig struct {
 	BackchannelConfidence float32 `yaml:"backchannel_confidence"`
 	// DoubtConfidence: words a decode gives less confidence than this before an
 	// interrupt word do not keep it from opening the sound ("he(0.05) hold on"): they
-	// are its guess at a breath or the start of the word. A voice longer than
-	// MaxBackchannel that did not interrupt is a turn of its own, after the agent's,
-	// when its transcript holds two different real words at least this confident (or
-	// the overlap module's last three decodes held two, WordConfidence in each).
+	// are its guess at a breath or the start of the word.
 	DoubtConfidence float32 `yaml:"doubt_confidence"`
 	// Rejoin: an echo canceller cuts speech over the agent into pieces. A voice over the
 	// agent that begins this soon after one that did not interrupt it ended goes on

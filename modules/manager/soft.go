@@ -94,10 +94,7 @@ type verdict struct {
 	agentTurn int
 	kind      SoundKind
 	words     []ScoredWord // the evidence's last decode
-	// agreed are the real words the last three decodes agreed on, each at least
-	// WordConfidence in all three (agreedWords).
-	agreed []string
-	noise  bool
+	noise     bool
 }
 
 // handleSound takes the overlap module's evidence.
@@ -210,14 +207,13 @@ func (t *Turns) settleSound(acts []Action, reason string) []Action {
 		// would judge the next one, perhaps the user's turn after the agent's.
 		return t.resume(acts, reason)
 	}
-	v := &verdict{agentTurn: t.agent.id, kind: s.Kind, words: s.Words, agreed: t.agreedWords(s.Words, b.prev, b.prev2),
+	v := &verdict{agentTurn: t.agent.id, kind: s.Kind, words: s.Words,
 		noise: s.Kind == SoundNoise || s.Kind == SoundUnknown}
 	if p := t.verdict; p != nil && p.agentTurn == v.agentTurn {
 		// The utterance these sounds belong to is one transcript: a voice in any of them
 		// makes it no noise ("go for…" and a "…meters" the canceller left as a noise).
 		v.kind, v.noise = max(p.kind, v.kind), p.noise && v.noise
 		v.words = append(slices.Clip(p.words), v.words...)
-		v.agreed = append(slices.Clip(p.agreed), v.agreed...)
 	}
 	var settled *settledVoice
 	if s.Kind == SoundVoice && s.Ended {
@@ -358,32 +354,6 @@ func (t *Turns) confidentLead(cur, prev, prev2 []ScoredWord) int {
 	return n
 }
 
-// agreedWords returns the different real words (not backchannel words) that three
-// decodes in a row all hold, each at least WordConfidence confident, wherever they
-// stand: a voice's decodes settle on the words that were said ("look(0.08) hang(0.09)
-// on(1.00) a(0.56) second(1.00)" three times), a hum's keep drifting.
-func (t *Turns) agreedWords(cur, prev, prev2 []ScoredWord) []string {
-	conf := t.cfg.BargeIn.Evidence.WordConfidence
-	confident := func(ws []ScoredWord) map[string]bool {
-		m := map[string]bool{}
-		for _, w := range ws {
-			if nw := normalizeWord(w.Text); w.Confidence >= conf && lexical(nw) && !t.backWords[nw] {
-				m[nw] = true
-			}
-		}
-		return m
-	}
-	a, b := confident(prev), confident(prev2)
-	var out []string
-	for w := range confident(cur) {
-		if a[w] && b[w] {
-			out = append(out, w)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // stableRealWords counts the real words (not part of any backchannel) at least minConf
 // confident that two decodes in a row agree on (their common prefix).
 func (t *Turns) stableRealWords(cur, prev []ScoredWord, minConf float32) int {
@@ -477,12 +447,12 @@ func (t *Turns) backchannelOf(u *Utterance, overlap bool) (bc *AppendBackchannel
 		}
 		return nil, false, nil
 	}
-	words := t.transcriptWords(v, u)
+	words := t.transcriptWords(u)
 	speech := v.kind == SoundVoice && t.transcriptIsSpeech(words, u.End-u.Start)
 	// A piece just before goes with it when the two are speech, also when this one is
 	// speech alone: its words were the start of the turn.
 	if prev != nil && prev.agentTurn == v.agentTurn && u.Start-prev.u.End <= t.cfg.BargeIn.Evidence.Rejoin &&
-		len(words.real) > 0 && (speech || t.transcriptIsSpeech(t.transcriptWords(v, prev.u, u), u.End-prev.u.Start)) {
+		len(words.real) > 0 && (speech || t.transcriptIsSpeech(t.transcriptWords(prev.u, u), u.End-prev.u.Start)) {
 		if i := slices.Index(t.pendingBackchannels, prev.bc); i >= 0 {
 			t.pendingBackchannels = slices.Delete(t.pendingBackchannels, i, i+1)
 			return nil, false, joinUtterances(prev.u, u)
@@ -531,25 +501,16 @@ type piece struct {
 	bc        *AppendBackchannel
 }
 
-// heardWords sorts a transcript's words: real, the different real words, undoubted and
-// sure, those of them at least once given DoubtConfidence and TurnWordConfidence, and
-// backs, its backchannel words; agreed are the words the overlap module's decodes
-// agreed on (verdict.agreed).
+// heardWords sorts a transcript's words: real, the different real words, sure, those of
+// them at least once confident, and backs, its backchannel words.
 type heardWords struct {
-	real, undoubted, sure, agreed map[string]bool
-	backs                         []string
+	real, sure map[string]bool
+	backs      []string
 }
 
-// transcriptWords sorts the words of the transcripts us, and of v's decodes when v is
-// not nil.
-func (t *Turns) transcriptWords(v *verdict, us ...*Utterance) heardWords {
+func (t *Turns) transcriptWords(us ...*Utterance) heardWords {
 	ev := t.cfg.BargeIn.Evidence
-	h := heardWords{real: map[string]bool{}, undoubted: map[string]bool{}, sure: map[string]bool{}, agreed: map[string]bool{}}
-	if v != nil {
-		for _, w := range v.agreed {
-			h.agreed[w] = true
-		}
-	}
+	h := heardWords{real: map[string]bool{}, sure: map[string]bool{}}
 	for _, u := range us {
 		for _, w := range u.Words {
 			nw := normalizeWord(w.Text)
@@ -559,9 +520,6 @@ func (t *Turns) transcriptWords(v *verdict, us ...*Utterance) heardWords {
 				h.backs = append(h.backs, nw)
 			case lexical(nw):
 				h.real[nw] = true
-				if w.Confidence >= ev.DoubtConfidence {
-					h.undoubted[nw] = true
-				}
 				if w.Confidence >= ev.TurnWordConfidence {
 					h.sure[nw] = true
 				}
@@ -573,16 +531,16 @@ func (t *Turns) transcriptWords(v *verdict, us ...*Utterance) heardWords {
 
 // transcriptIsSpeech reports whether the transcript of a voice that did not interrupt is
 // speech, a turn of its own: two different confident real words, or, in a voice longer
-// than any backchannel, two different real words the recogniser does not doubt, or two
-// that the overlap module's decodes agreed on. The latter is speech heard through the
-// residue of the agent's voice ("hold(0.62) on(0.95) a(0.34) second(0.97)"), not a hum,
-// whose transcripts are letters ("n m h m m"), one word repeated, or words all but
-// guessed ("can(0.06) the(0.01) major(0.02) them(0.03)"), and whose decodes drift, or
-// settle on one word at most ("make(0.90)" beside the transcript's "an an h m m": the
-// two sources are not added up).
+// than any backchannel, two different real words however unsure. The latter is speech
+// the recogniser heard badly (through the residue of the agent's voice or an echo
+// canceller's cuts: "go forward ten meters" as "for over ten meters by", every word
+// doubted), not a hum, whose transcripts are letters ("n m h m m") or one word
+// repeated. Through an echo canceller's linear output a long hum's transcript can be
+// words too ("can the major them for"), and it becomes a turn: a floor on the words'
+// confidence lost real speech instead (docs/MEASUREMENTS.md).
 func (t *Turns) transcriptIsSpeech(h heardWords, length time.Duration) bool {
 	long := t.cfg.BargeIn.MaxBackchannel > 0 && length >= t.cfg.BargeIn.MaxBackchannel
-	return len(h.sure) >= 2 || long && (len(h.undoubted) >= 2 || len(h.agreed) >= 2)
+	return len(h.sure) >= 2 || long && len(h.real) >= 2
 }
 
 // recordBackchannel stores a backchannel after the agent turn it accompanied: at once
