@@ -258,12 +258,7 @@ func TestReplayEchoOnEveryScenario(t *testing.T) {
 // name.
 func sharedTranscripts(t *testing.T) map[string]string {
 	t.Helper()
-	f, err := os.Open(testenv.SharedFile(t, "audio/transcripts.tsv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ts, err := wer.ReadTranscripts(f)
+	ts, err := wer.LoadTranscripts(testenv.SharedFile(t, "audio/transcripts.tsv"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/parley-voice/parley/audio"
-	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/internal/wer"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/source"
@@ -53,12 +52,7 @@ func runWER(ctx context.Context, a *app, args []string) error {
 	if *tsv == "" {
 		*tsv = filepath.Join(dir, "transcripts.tsv")
 	}
-	f, err := regularfile.Open(*tsv)
-	if err != nil {
-		return err
-	}
-	ts, err := wer.ReadTranscripts(f)
-	f.Close()
+	ts, err := wer.LoadTranscripts(*tsv)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode"
+
+	"github.com/parley-voice/parley/internal/regularfile"
 )
 
 // Normalize splits text into lower-case words without punctuation. Apostrophes inside a
@@ -177,6 +179,17 @@ func ReadTranscripts(r io.Reader) ([]Transcript, error) {
 		return nil, errors.New("transcripts: empty file")
 	}
 	return out, nil
+}
+
+// LoadTranscripts reads the transcripts file at path (ReadTranscripts), which must be a
+// regular file: a FIFO or a device is refused, not read.
+func LoadTranscripts(path string) ([]Transcript, error) {
+	f, err := regularfile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadTranscripts(f)
 }
 
 // checkFile accepts relative paths that stay inside the transcripts' folder.

@@ -99,12 +99,7 @@ func TestReadTranscripts(t *testing.T) {
 
 func TestReadSharedTranscripts(t *testing.T) {
 	path := testenv.SharedFile(t, "audio/transcripts.tsv")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ts, err := ReadTranscripts(f)
+	ts, err := LoadTranscripts(path)
 	if err != nil {
 		t.Fatal(err)
 	}

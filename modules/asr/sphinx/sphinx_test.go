@@ -403,12 +403,7 @@ func TestPocketsphinxWERMatchesCLI(t *testing.T) {
 	sox := testenv.Command(t, "sox", testenv.EnvFix)
 	cli := testenv.Command(t, "pocketsphinx", testenv.EnvFix)
 	dir := filepath.Join(testenv.SharedDir(t), "audio")
-	f, err := os.Open(filepath.Join(dir, "transcripts.tsv"))
-	if err != nil {
-		testenv.Missing(t, "shared/audio/transcripts.tsv", "the shared folder should hold it")
-	}
-	defer f.Close()
-	ts, err := wer.ReadTranscripts(f)
+	ts, err := wer.LoadTranscripts(testenv.SharedFile(t, "audio/transcripts.tsv"))
 	if err != nil {
 		t.Fatal(err)
 	}
