@@ -1,7 +1,6 @@
 package manager
 
 import (
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -176,12 +175,9 @@ func (t *Turns) interrupt(acts []Action, reason string) []Action {
 	t.barge.resolved = true
 	t.barge.held = false
 	t.verdict = nil // the utterance is a turn, whatever its sounds before were
-	if p := t.piece; p != nil && p.agentTurn == a.id && t.barge.from.Before(t.barge.onset) {
+	if p := t.piece; p != nil && p.agentTurn == a.id && t.barge.from.Before(t.barge.onset) && t.unpend(p.bc) {
 		// The voice this one went on with was kept as a backchannel: it is speech.
-		if i := slices.Index(t.pendingBackchannels, p.bc); i >= 0 {
-			t.pendingBackchannels = slices.Delete(t.pendingBackchannels, i, i+1)
-			t.carried = p.u
-		}
+		t.carried = p.u
 	}
 	t.piece = nil
 	a.interrupted = true

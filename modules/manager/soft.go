@@ -452,11 +452,9 @@ func (t *Turns) backchannelOf(u *Utterance, overlap bool) (bc *AppendBackchannel
 	// A piece just before goes with it when the two are speech, also when this one is
 	// speech alone: its words were the start of the turn.
 	if prev != nil && prev.agentTurn == v.agentTurn && u.Start-prev.u.End <= t.cfg.BargeIn.Evidence.Rejoin &&
-		len(words.real) > 0 && (speech || t.transcriptIsSpeech(t.transcriptWords(prev.u, u), u.End-prev.u.Start)) {
-		if i := slices.Index(t.pendingBackchannels, prev.bc); i >= 0 {
-			t.pendingBackchannels = slices.Delete(t.pendingBackchannels, i, i+1)
-			return nil, false, joinUtterances(prev.u, u)
-		}
+		len(words.real) > 0 && (speech || t.transcriptIsSpeech(t.transcriptWords(prev.u, u), u.End-prev.u.Start)) &&
+		t.unpend(prev.bc) {
+		return nil, false, joinUtterances(prev.u, u)
 	}
 	if speech {
 		return nil, false, nil
@@ -555,6 +553,17 @@ func (t *Turns) recordBackchannel(bc *AppendBackchannel, acts []Action) []Action
 		return acts
 	}
 	return append(acts, Action{AppendBackchannel: bc})
+}
+
+// unpend takes bc back from the backchannels waiting for their agent turn to close, and
+// reports whether it was still waiting (not stored yet).
+func (t *Turns) unpend(bc *AppendBackchannel) bool {
+	i := slices.Index(t.pendingBackchannels, bc)
+	if i < 0 {
+		return false
+	}
+	t.pendingBackchannels = slices.Delete(t.pendingBackchannels, i, i+1)
+	return true
 }
 
 // flushBackchannels stores the backchannels that waited for their agent turn to close.
