@@ -53,6 +53,10 @@ func (f Frame) Len() int {
 // End returns the stream position just after the frame.
 func (f Frame) End() int64 { return f.Start + int64(f.Len()) }
 
+// SameStretch reports whether g covers the same stretch of the stream as f: the same
+// start and length (an echo canceller's linear output beside the cleaned frame).
+func (f Frame) SameStretch(g Frame) bool { return f.Start == g.Start && f.Len() == g.Len() }
+
 // Duration returns how long the frame plays.
 func (f Frame) Duration() time.Duration { return SamplesToDuration(int64(f.Len()), f.Rate) }
 

@@ -388,8 +388,8 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 		}
 	case audio.Frame:
 		if up.Type == iu.Add {
-			if lin := r.nextLinear; lin.Start == pl.Start && lin.Len() == pl.Len() && lin.Len() > 0 {
-				pl.Samples = lin.Samples
+			if r.nextLinear.SameStretch(pl) {
+				pl.Samples = r.nextLinear.Samples
 			}
 			r.nextLinear = audio.Frame{}
 			return r.frame(up.IU.ID, pl)

@@ -155,7 +155,7 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 		if up.Type == iu.Add {
 			lin := r.nextLinear
 			r.nextLinear = audio.Frame{}
-			if lin.Start != pl.Start || lin.Len() != pl.Len() {
+			if !lin.SameStretch(pl) {
 				lin.Samples = pl.Samples // none for this stretch: the audio stands in
 			}
 			return r.frame(ctx, pl, lin.Samples)
