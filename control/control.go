@@ -1,6 +1,7 @@
 // Package control holds the dialogue manager's commands to the modules that produce the
 // agent's speech (LLM, TTS, speaker). Each of those modules acts on the commands it
-// understands and ignores the rest.
+// understands and ignores the rest. The end-of-turn policy hears them too: an Interrupt
+// says the user's speech took the floor.
 package control
 
 import "fmt"

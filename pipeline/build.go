@@ -339,10 +339,10 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		if err != nil {
 			return fail(fmt.Errorf("end_of_turn: %w", err))
 		}
-		turnEnd = turnend.New(NameTurnEnd, policy, cfg.EndOfTurn.FreshSlack)
+		turnEnd = turnend.New(NameTurnEnd, policy, turnend.Waits{FreshSlack: cfg.EndOfTurn.FreshSlack, AfterInterruption: cfg.EndOfTurn.AfterInterruption})
 		// The VAD's own end of turn is the policy's fallback: it must not come before
 		// the longest wait the policy may choose.
-		vadCfg.EndOfTurn = max(vadCfg.EndOfTurn, cfg.EndOfTurn.Holds.Long+300*time.Millisecond)
+		vadCfg.EndOfTurn = max(vadCfg.EndOfTurn, cfg.EndOfTurn.LongestHold()+300*time.Millisecond)
 		asrCfg.EndOfTurnFrom = NameTurnEnd
 		// The reply is prepared for the recogniser's words at the user's pause: all of
 		// them, the last ones not yet confirmed by local agreement too, and the final
@@ -492,12 +492,12 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		links = append(links, [2]string{mic, NameOverlap}, [2]string{NameVAD, NameOverlap}, [2]string{NameOverlap, NameManager})
 	}
 	if turnEnd != nil {
-		// The end-of-turn policy hears the stream's position, the VAD, the words and the
-		// LLM's estimate, and ends the turn for the recogniser and the manager; the LLM
-		// reads the words as they come.
+		// The end-of-turn policy hears the stream's position, the VAD, the words, the
+		// LLM's estimate and the manager's interrupts, and ends the turn for the
+		// recogniser and the manager; the LLM reads the words as they come.
 		links = append(links,
 			[2]string{mic, NameTurnEnd}, [2]string{NameVAD, NameTurnEnd}, [2]string{NameASR, NameTurnEnd},
-			[2]string{NameLLM, NameTurnEnd}, [2]string{NameTurnEnd, NameASR}, [2]string{NameTurnEnd, NameManager},
+			[2]string{NameLLM, NameTurnEnd}, [2]string{NameManager, NameTurnEnd}, [2]string{NameTurnEnd, NameASR}, [2]string{NameTurnEnd, NameManager},
 			[2]string{NameASR, NameLLM})
 	}
 	if io.Console != nil {

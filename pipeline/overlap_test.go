@@ -649,7 +649,8 @@ func soundTimeline(path string, from, to time.Duration) string {
 
 // TestHesitantBargeIns: a user who interrupts in phrases, with pauses between them
 // ("turn… off… the light… please"), stops the agent, its turn is cut to the words
-// heard, and none of the user's phrases is stored as a backchannel. The pauses cut the
+// heard, none of the user's phrases is stored as a backchannel, and the phrases are one
+// user turn. The pauses cut the
 // sound, the overlap decodes of it drift and need not agree on any word; the voice
 // that keeps coming back past the longest backchannel interrupts (modules/manager,
 // voiceComebacks). Timing is logged, not judged: such a barge-in
@@ -682,6 +683,12 @@ func TestHesitantBargeIns(t *testing.T) {
 				if o.backchannel != "" {
 					t.Errorf("part of the barge-in stored as a backchannel: %s\nwhat happened from the onset on:\n%s",
 						describeOutcome(o), overlapTimeline(t, res, place))
+				}
+				// Having stopped the agent, the user has the floor: the pauses between the
+				// phrases do not end the turn (end_of_turn.after_interruption).
+				if len(o.userTurns) != 1 {
+					t.Errorf("the barge-in is %d user turns, want one: %s\nwhat happened from the onset on:\n%s",
+						len(o.userTurns), describeOutcome(o), overlapTimeline(t, res, place))
 				}
 			})
 		}

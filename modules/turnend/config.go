@@ -26,18 +26,32 @@ type Config struct {
 	// FreshSlack: the recogniser's last word must end at most this long before the
 	// speech did for the words to count as covering it.
 	FreshSlack time.Duration `yaml:"fresh_slack"`
+	// AfterInterruption is the least silence that ends a turn whose speech stopped the
+	// agent while it is a word or two long, or after its speaker went on after a pause
+	// only this wait bridged (0: no such floor; see Waits). Whoever interrupts has the
+	// floor, and often goes on after a pause ("wait… what about tomorrow", "turn… off…
+	// the light"); the short hold would answer each phrase, and the user would have to
+	// interrupt again.
+	AfterInterruption time.Duration `yaml:"after_interruption"`
 }
 
-// DefaultConfig returns the predictive policy with holds of 250 ms, 500 ms and 1.2 s.
+// DefaultConfig returns the predictive policy with holds of 250 ms, 500 ms and 1.2 s,
+// and at least 800 ms after the user interrupted the agent.
 func DefaultConfig() Config {
 	return Config{
-		Policy:          "predictive",
-		Holds:           Holds{Short: 250 * time.Millisecond, Default: 500 * time.Millisecond, Long: 1200 * time.Millisecond},
-		CompleteAbove:   0.3,
-		IncompleteBelow: 0.01,
-		Language:        "en",
-		FreshSlack:      300 * time.Millisecond,
+		Policy:            "predictive",
+		Holds:             Holds{Short: 250 * time.Millisecond, Default: 500 * time.Millisecond, Long: 1200 * time.Millisecond},
+		CompleteAbove:     0.3,
+		IncompleteBelow:   0.01,
+		Language:          "en",
+		FreshSlack:        300 * time.Millisecond,
+		AfterInterruption: 800 * time.Millisecond,
 	}
+}
+
+// LongestHold is the longest silence the policy may wait for before it ends a turn.
+func (c Config) LongestHold() time.Duration {
+	return max(c.Holds.Long, c.AfterInterruption)
 }
 
 // Validate reports settings that cannot work.
@@ -57,6 +71,9 @@ func (c Config) Validate() error {
 	}
 	if c.FreshSlack < 0 {
 		errs = append(errs, errors.New("turnend: fresh_slack must not be negative"))
+	}
+	if c.AfterInterruption < 0 {
+		errs = append(errs, errors.New("turnend: after_interruption must not be negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -17,9 +17,7 @@ type EndOfTurn struct {
 // exactly as a live session does. It is not safe for concurrent use.
 type Decider struct {
 	policy Policy
-	// freshSlack is how far before the end of the speech the last recognised word may
-	// end for the words to count as fresh.
-	freshSlack time.Duration
+	waits  Waits
 
 	active      bool // speech was heard since the last end of turn
 	speechStart time.Duration
@@ -27,6 +25,12 @@ type Decider struct {
 	segmentOpen bool
 	candidate   bool // possible speech not yet confirmed or withdrawn
 	pos         time.Duration
+
+	// interrupted: the turn's speech stopped the agent. hesitant: since then the user
+	// went on after a pause only the floor (Waits.AfterInterruption) waited through.
+	// floored: the decision is the floor, not the policy's hold (policyHold).
+	interrupted, hesitant, floored bool
+	policyHold                     time.Duration
 
 	words        []string
 	lastWordEnd  time.Duration
@@ -39,17 +43,38 @@ type Decider struct {
 	decided  bool // decision is up to date with the signals
 }
 
-// NewDecider returns a decider for policy. freshSlack is how far before the speech's end
-// the last word may end and still count as covering it (300 ms is a recogniser's word
-// boundary uncertainty plus the VAD's padding).
-func NewDecider(policy Policy, freshSlack time.Duration) *Decider {
-	return &Decider{policy: policy, freshSlack: freshSlack}
+// Waits are the Decider's timings besides the policy's holds.
+type Waits struct {
+	// FreshSlack is how far before the speech's end the last word may end and still
+	// count as covering it (300 ms is a recogniser's word boundary uncertainty plus the
+	// VAD's padding).
+	FreshSlack time.Duration
+	// AfterInterruption is the least hold of a turn whose speech stopped the agent, while
+	// the turn holds at most openingWords words, and for the rest of the turn once the
+	// user went on after a pause only this hold waited through.
+	AfterInterruption time.Duration
+}
+
+// openingWords: a user who stopped the agent and has said no more than this ("wait",
+// "no", "hold on", "turn…") has only taken the floor, and what they want follows; a
+// longer turn ("no, I meant Paris") ends by the policy.
+const openingWords = 2
+
+// NewDecider returns a decider for policy.
+func NewDecider(policy Policy, waits Waits) *Decider {
+	return &Decider{policy: policy, waits: waits}
 }
 
 // Decision returns the policy's current decision for the turn in progress.
 func (d *Decider) Decision() Decision {
 	if !d.decided {
 		d.decision = d.policy.Decide(d.signals())
+		d.policyHold = d.decision.Hold
+		d.floored = d.interrupted && (d.hesitant || len(d.words) <= openingWords) &&
+			d.decision.Hold < d.waits.AfterInterruption
+		if d.floored {
+			d.decision = Decision{Hold: d.waits.AfterInterruption, Reason: "the user took the floor; " + d.decision.Reason}
+		}
 		d.decided = true
 	}
 	return d.decision
@@ -57,11 +82,23 @@ func (d *Decider) Decision() Decision {
 
 func (d *Decider) signals() Signals {
 	s := Signals{Words: d.words}
-	s.Fresh = len(d.words) > 0 && d.lastWordEnd >= d.speechEnd-d.freshSlack
+	s.Fresh = len(d.words) > 0 && d.lastWordEnd >= d.speechEnd-d.waits.FreshSlack
 	if d.hasComplete && d.completeText == joinWords(d.words) {
 		s.Complete, s.CompleteMax, s.HasComplete = d.completion, d.completeMax, true
 	}
 	return s
+}
+
+// Interrupted: the agent was stopped for the user's speech. The turn in progress (or
+// about to begin: the manager may decide on the sound before the VAD confirms it as
+// speech) then waits at least Waits.AfterInterruption while it is a few words long:
+// its speaker has taken the floor. With neither (the turn had ended when its transcript
+// stopped the agent) it changes nothing.
+func (d *Decider) Interrupted() {
+	if d.active || d.candidate {
+		d.interrupted = true
+		d.decided = false
+	}
 }
 
 // Candidate: the VAD heard possible speech; no turn ends while it is open.
@@ -71,11 +108,17 @@ func (d *Decider) Candidate() { d.candidate = true }
 // silence is long enough.
 func (d *Decider) CandidateDropped() *EndOfTurn {
 	d.candidate = false
+	d.interrupted = d.interrupted && d.active
 	return d.check()
 }
 
 // SpeechStart: a speech segment began at start.
 func (d *Decider) SpeechStart(start time.Duration) {
+	if d.active && !d.segmentOpen && d.interrupted && !d.hesitant {
+		// The user goes on after a pause: was it one only the floor waited through?
+		d.Decision()
+		d.hesitant = d.floored && start-d.speechEnd >= d.policyHold
+	}
 	d.candidate = false
 	d.segmentOpen = true
 	if !d.active {
@@ -162,6 +205,7 @@ func (d *Decider) check() *EndOfTurn {
 
 func (d *Decider) reset() {
 	d.active, d.segmentOpen, d.candidate = false, false, false
+	d.interrupted, d.hesitant, d.floored = false, false, false
 	d.words = d.words[:0]
 	d.lastWordEnd = 0
 	d.hasComplete = false

@@ -27,6 +27,8 @@ type step struct {
 	prob  float64 // Completion of words (when > 0)
 	pMax  float64 // the most prob can be (0: prob exactly)
 	cand  int     // 1: Candidate, -1: CandidateDropped
+	// interrupt: the manager stopped the agent for the user's speech (Interrupted).
+	interrupt bool
 }
 
 // play feeds steps and advances the audio in 20 ms frames up to until; it returns the
@@ -40,6 +42,8 @@ func play(d *Decider, steps []step, until time.Duration) (*EndOfTurn, time.Durat
 			i++
 			var e *EndOfTurn
 			switch {
+			case s.interrupt:
+				d.Interrupted()
 			case s.cand == 1:
 				d.Candidate()
 			case s.cand == -1:
@@ -198,6 +202,116 @@ func TestDeciderScenarios(t *testing.T) {
 			wantAt: 1640 * ms, wantWhy: "undecided (p=0.25–0.40)",
 		},
 		{
+			name:   "a complete turn that stopped the agent waits at least after_interruption",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, cand: 1},
+				{at: 200 * ms, interrupt: true}, // decided on the sound, before the VAD confirmed it
+				{at: 300 * ms, start: 100 * ms},
+				{at: 600 * ms, words: "turn off", wEnd: 550 * ms},
+				{at: 600 * ms, words: "turn off", prob: 0.8},
+				{at: 700 * ms, end: 580 * ms},
+			},
+			wantAt: 1380 * ms, wantWhy: "the user took the floor; complete",
+		},
+		{
+			name:   "a turn that stopped the agent and says what it wants ends by the policy",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 300 * ms, interrupt: true},
+				{at: 900 * ms, words: "no i meant paris", wEnd: 850 * ms},
+				{at: 900 * ms, words: "no i meant paris", prob: 0.8},
+				{at: 1000 * ms, end: 880 * ms},
+			},
+			wantAt: 1140 * ms, wantWhy: "complete",
+		},
+		{
+			name:   "a user who went on after a pause only the floor waited through keeps it",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 300 * ms, interrupt: true},
+				{at: 500 * ms, words: "turn", wEnd: 450 * ms},
+				{at: 500 * ms, words: "turn", prob: 0.8},
+				{at: 600 * ms, end: 480 * ms},
+				{at: 1100 * ms, cand: 1}, // 580 ms: the short hold would have ended the turn
+				{at: 1200 * ms, start: 1060 * ms},
+				{at: 1700 * ms, words: "turn off the light", wEnd: 1650 * ms},
+				{at: 1700 * ms, words: "turn off the light", prob: 0.8},
+				{at: 1800 * ms, end: 1680 * ms},
+			},
+			wantAt: 2480 * ms, wantWhy: "the user took the floor; complete",
+		},
+		{
+			name:   "a pause the policy waited through anyway does not make the user hesitant",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 300 * ms, interrupt: true},
+				{at: 500 * ms, words: "turn", wEnd: 450 * ms},
+				{at: 500 * ms, words: "turn", prob: 0.8},
+				{at: 600 * ms, end: 480 * ms},
+				{at: 600 * ms, cand: 1}, // 100 ms: shorter than the short hold
+				{at: 650 * ms, start: 580 * ms},
+				{at: 1700 * ms, words: "turn off the light", wEnd: 1650 * ms},
+				{at: 1700 * ms, words: "turn off the light", prob: 0.8},
+				{at: 1800 * ms, end: 1680 * ms},
+			},
+			wantAt: 1940 * ms, wantWhy: "complete",
+		},
+		{
+			name:   "the user who interrupted goes on after a pause the short hold would end",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 300 * ms, interrupt: true},
+				{at: 600 * ms, words: "turn off", wEnd: 550 * ms},
+				{at: 600 * ms, words: "turn off", prob: 0.8},
+				{at: 700 * ms, end: 580 * ms},
+				{at: 1200 * ms, cand: 1},
+				{at: 1300 * ms, start: 1160 * ms},
+			},
+			wantAt: 0,
+		},
+		{
+			name:   "after an interruption a longer hold stays",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 300 * ms, interrupt: true},
+				{at: 600 * ms, words: "turn on the", wEnd: 550 * ms},
+				{at: 700 * ms, end: 580 * ms},
+			},
+			wantAt: 1780 * ms, wantWhy: `ends with "the"`,
+		},
+		{
+			name:   "an interrupt with no speech under way holds nothing",
+			policy: predictive(t),
+			steps: []step{
+				{at: 50 * ms, interrupt: true}, // a transcript stopped the agent after the last turn ended
+				{at: 100 * ms, start: 100 * ms},
+				{at: 600 * ms, words: "turn off", wEnd: 550 * ms},
+				{at: 600 * ms, words: "turn off", prob: 0.8},
+				{at: 700 * ms, end: 580 * ms},
+			},
+			wantAt: 840 * ms, wantWhy: "complete",
+		},
+		{
+			name:   "an interrupt during a candidate that proves noise holds nothing",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, cand: 1},
+				{at: 150 * ms, interrupt: true},
+				{at: 200 * ms, cand: -1},
+				{at: 300 * ms, start: 300 * ms},
+				{at: 600 * ms, words: "turn off", wEnd: 550 * ms},
+				{at: 600 * ms, words: "turn off", prob: 0.8},
+				{at: 700 * ms, end: 580 * ms},
+			},
+			wantAt: 840 * ms, wantWhy: "complete",
+		},
+		{
 			name:   "words policy: a trailing filler waits long",
 			policy: Words{Holds: DefaultConfig().Holds, Lexicon: mustLexicon(t, "en", nil)},
 			steps: []step{
@@ -210,7 +324,7 @@ func TestDeciderScenarios(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := NewDecider(tc.policy, 300*ms)
+			d := NewDecider(tc.policy, Waits{FreshSlack: 300 * ms, AfterInterruption: DefaultConfig().AfterInterruption})
 			e, at := play(d, tc.steps, 3*time.Second)
 			if tc.wantAt == 0 {
 				if e != nil {
@@ -228,8 +342,31 @@ func TestDeciderScenarios(t *testing.T) {
 	}
 }
 
+// TestInterruptionHoldsOneTurn: the floor the user took by interrupting lasts for that
+// turn; the next one ends by the policy alone.
+func TestInterruptionHoldsOneTurn(t *testing.T) {
+	d := NewDecider(predictive(t), Waits{FreshSlack: 300 * ms, AfterInterruption: 800 * ms})
+	turn := func(from time.Duration, interrupt bool) []step {
+		steps := []step{{at: from, start: from}}
+		if interrupt {
+			steps = append(steps, step{at: from + 100*ms, interrupt: true})
+		}
+		return append(steps,
+			step{at: from + 500*ms, words: "no", wEnd: from + 450*ms},
+			step{at: from + 500*ms, words: "no", prob: 0.9},
+			step{at: from + 600*ms, end: from + 480*ms})
+	}
+	if e, at := play(d, turn(100*ms, true), 3*time.Second); e == nil || at != 1380*ms {
+		t.Fatalf("the turn that interrupted ended at %v (%+v); want 1.38s", at, e)
+	}
+	// play counts the stream from 0 again: the decider only looks at how far it got.
+	if e, at := play(d, turn(3100*ms, false), 5*time.Second); e == nil || at != 3840*ms {
+		t.Fatalf("the next turn ended at %v (%+v); want 3.84s, the short hold", at, e)
+	}
+}
+
 func TestFallbackEndsOnlyAnOpenTurn(t *testing.T) {
-	d := NewDecider(Silence{After: 5 * time.Second}, 300*ms)
+	d := NewDecider(Silence{After: 5 * time.Second}, Waits{FreshSlack: 300 * ms})
 	if e := d.Fallback(0, 1*time.Second, 700*ms); e != nil {
 		t.Fatalf("fallback without speech ended a turn: %+v", e)
 	}

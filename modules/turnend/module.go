@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/vad"
@@ -26,15 +27,16 @@ type Completion interface {
 // position), the VAD's candidates, segments and end of turn (its longest silence, a
 // fallback), the recogniser's words and the LLM's completion estimates; it produces
 // vad.EndOfTurn IUs in place of the VAD's and passes the end of the stream on after them.
+// The manager's interrupts say that the turn in progress took the floor.
 type Module struct {
-	name       string
-	policy     Policy
-	freshSlack time.Duration
+	name   string
+	policy Policy
+	waits  Waits
 }
 
 // New returns the module.
-func New(name string, policy Policy, freshSlack time.Duration) *Module {
-	return &Module{name: name, policy: policy, freshSlack: freshSlack}
+func New(name string, policy Policy, waits Waits) *Module {
+	return &Module{name: name, policy: policy, waits: waits}
 }
 
 // Name implements iu.Module.
@@ -42,7 +44,7 @@ func (m *Module) Name() string { return m.name }
 
 // Run implements iu.Module.
 func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
-	a := &adapter{p: p, log: p.Logger(), d: NewDecider(m.policy, m.freshSlack)}
+	a := &adapter{p: p, log: p.Logger(), d: NewDecider(m.policy, m.waits)}
 	for {
 		ev, err := p.Next(ctx, time.Time{})
 		if err != nil {
@@ -123,6 +125,10 @@ func (a *adapter) update(ctx context.Context, up iu.Update) error {
 			lastEnd = w.End
 		}
 		return a.emit(ctx, a.d.Words(texts, lastEnd))
+	case control.Command:
+		if up.Type == iu.Add && pl.Action == control.Interrupt {
+			a.d.Interrupted()
+		}
 	case Completion:
 		if up.Type == iu.Add {
 			text, p, pMax := pl.TurnCompletion()
