@@ -339,7 +339,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		if err != nil {
 			return fail(fmt.Errorf("end_of_turn: %w", err))
 		}
-		turnEnd = turnend.New(NameTurnEnd, policy, turnend.Waits{FreshSlack: cfg.EndOfTurn.FreshSlack, AfterInterruption: cfg.EndOfTurn.AfterInterruption})
+		turnEnd = turnend.New(NameTurnEnd, policy, cfg.EndOfTurn.Waits())
 		// The VAD's own end of turn is the policy's fallback: it must not come before
 		// the longest wait the policy may choose.
 		vadCfg.EndOfTurn = max(vadCfg.EndOfTurn, cfg.EndOfTurn.LongestHold()+300*time.Millisecond)

@@ -49,6 +49,11 @@ func DefaultConfig() Config {
 	}
 }
 
+// Waits returns the Decider's timings this config sets.
+func (c Config) Waits() Waits {
+	return Waits{FreshSlack: c.FreshSlack, AfterInterruption: c.AfterInterruption}
+}
+
 // LongestHold is the longest silence the policy may wait for before it ends a turn.
 func (c Config) LongestHold() time.Duration {
 	return max(c.Holds.Long, c.AfterInterruption)

@@ -324,7 +324,7 @@ func TestDeciderScenarios(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := NewDecider(tc.policy, Waits{FreshSlack: 300 * ms, AfterInterruption: DefaultConfig().AfterInterruption})
+			d := NewDecider(tc.policy, DefaultConfig().Waits())
 			e, at := play(d, tc.steps, 3*time.Second)
 			if tc.wantAt == 0 {
 				if e != nil {
@@ -418,6 +418,7 @@ func TestConfigValidate(t *testing.T) {
 		func(c *Config) { c.CompleteAbove = 1.5 },
 		func(c *Config) { c.IncompleteBelow = 0.9 },
 		func(c *Config) { c.FreshSlack = -1 },
+		func(c *Config) { c.AfterInterruption = -1 },
 	}
 	for i, f := range bad {
 		c := DefaultConfig()
