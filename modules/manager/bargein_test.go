@@ -463,32 +463,6 @@ func TestSoftBargeIns(t *testing.T) {
 			final: Overlap,
 		},
 		{
-			// flite rms's "what happened to the dragon after that" (2.2 s) over a session's
-			// first answer on the simulated laptop: the residue of the agent's voice opens
-			// every decode with a doubted word, and no word leads three decodes.
-			name: "a voice twice as long as a backchannel interrupts once two decodes agree on two of its words",
-			steps: concat(speakingAgent(), []step{
-				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
-				{ms: 3500, ev: voice(3500, "good:0.08", "what:0.69", "happen:1")},
-				{ms: 4120, ev: voice(4120, "good:0.11", "what:0.61", "happened:0.88")},
-				{ms: 4520, ev: voice(4520, "good:0.09", "what:0.59", "happened:0.87", "two:0.27", "before:1")},
-				{ms: 4980, ev: voice(4980, "good:0.07", "what:0.61", "happened:0.85", "two:0.17", "dragon:0.5")},
-				{ms: 5040, ev: voice(5040, "good:0.07", "what:0.63", "happened:0.86", "two:0.31", "right:0.85"), want: []string{"interrupt 2"}},
-			}),
-			final: Overlap,
-		},
-		{
-			name: "a hum as long, its decodes agreeing on two words, does not interrupt",
-			steps: concat(speakingAgent(), []step{
-				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
-				{ms: 3500, ev: sound(onset, SoundHum, 500, "an:0.3", "an:0.53", "make:0.9"), want: []string{"unduck 2"}},
-				{ms: 4520, ev: sound(onset, SoundHum, 1520, "an:0.29", "an:0.51", "make:0.9", "yeah:0.57"), want: []string{"duck 2 -12"}},
-				{ms: 4980, ev: sound(onset, SoundHum, 1980, "an:0.29", "an:0.52", "make:0.9", "yeah:0.57")},
-				{ms: 5040, ev: sound(onset, SoundHum, 2040, "an:0.29", "an:0.5", "make:0.9", "yeah:0.57", "them:0.45")},
-			}),
-			final: AgentSpeaking,
-		},
-		{
 			// "go forward ten meters" over a young canceller (a real-clock laptop replay
 			// of bench.yaml): the suppressor leaves "go for…" and "…ten meters", 210 ms
 			// apart.

@@ -158,10 +158,6 @@ func (t *Turns) weighSound(now time.Time, acts []Action) []Action {
 // yeah") are told by their words.
 const voiceComebacks = 2
 
-// longVoice: a voice over the agent this many times MaxBackchannel long interrupts once
-// two decodes in a row agree on two of its real words, however they begin.
-const longVoice = 2
-
 // interruption returns why the sound is a real interruption, or "".
 func (t *Turns) interruption(now time.Time) string {
 	b := t.barge
@@ -189,14 +185,6 @@ func (t *Turns) interruption(now time.Time) string {
 		return "barge-in: confident words"
 	case s.Kind == SoundVoice && b.longChecked && !s.Ended && stable >= 1:
 		return "barge-in: too long for a backchannel"
-	case s.Kind == SoundVoice && !s.Ended && cfg.MaxBackchannel > 0 && !now.Before(b.from.Add(longVoice*cfg.MaxBackchannel)) &&
-		t.stableRealWords(s.Words, b.prev, ev.TurnWordConfidence) >= 2:
-		// A voice twice as long as any backchannel, two of its words agreed on: over a
-		// canceller's linear output the residue of the agent's voice opens every decode
-		// with a word the decoder doubts ("good(0.08) what(0.61) happened(0.86)…"), so
-		// no word leads three decodes confidently, and the user would talk over the
-		// agent to its end.
-		return "barge-in: a long voice with words"
 	case s.Kind == SoundVoice && b.longChecked && !s.Ended && b.comebacks >= voiceComebacks &&
 		t.wordsBesideBackchannels(s.Words) > b.comebacks:
 		// Someone who talks in phrases over the agent ("turn… off… the light…"): the
