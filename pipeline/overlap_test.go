@@ -650,11 +650,10 @@ func soundTimeline(path string, from, to time.Duration) string {
 // TestHesitantBargeIns: a user who interrupts in phrases, with pauses between them
 // ("turn… off… the light… please"), stops the agent, its turn is cut to the words
 // heard, none of the user's phrases is stored as a backchannel, and the phrases are one
-// user turn. The pauses cut the
-// sound, the overlap decodes of it drift and need not agree on any word; the voice
-// that keeps coming back past the longest backchannel interrupts (modules/manager,
-// voiceComebacks). Timing is logged, not judged: such a barge-in
-// says less in its first 400 ms than the ones TestSoundsOverTheAgent times.
+// user turn. The pauses cut the sound, the overlap decodes of it drift and need not
+// agree on any word; the voice that keeps coming back past the longest backchannel
+// interrupts (modules/manager, voiceComebacks). Timing is logged, not judged: such a
+// barge-in says less in its first 400 ms than the ones TestSoundsOverTheAgent times.
 func TestHesitantBargeIns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays thirteen scenarios")
