@@ -28,9 +28,10 @@ type Decider struct {
 
 	// interrupted: the turn's speech stopped the agent. hesitant: since then the user
 	// went on after a pause only the floor (Waits.AfterInterruption) waited through.
-	// floored: the decision is the floor, not the policy's hold (policyHold).
-	interrupted, hesitant, floored bool
-	policyHold                     time.Duration
+	// policyHold is the policy's own hold behind the decision: shorter when the
+	// decision is the floor.
+	interrupted, hesitant bool
+	policyHold            time.Duration
 
 	words        []string
 	lastWordEnd  time.Duration
@@ -70,9 +71,7 @@ func (d *Decider) Decision() Decision {
 	if !d.decided {
 		d.decision = d.policy.Decide(d.signals())
 		d.policyHold = d.decision.Hold
-		d.floored = d.interrupted && (d.hesitant || len(d.words) <= openingWords) &&
-			d.decision.Hold < d.waits.AfterInterruption
-		if d.floored {
+		if d.interrupted && (d.hesitant || len(d.words) <= openingWords) && d.decision.Hold < d.waits.AfterInterruption {
 			d.decision = Decision{Hold: d.waits.AfterInterruption, Reason: "the user took the floor; " + d.decision.Reason}
 		}
 		d.decided = true
@@ -116,8 +115,8 @@ func (d *Decider) CandidateDropped() *EndOfTurn {
 func (d *Decider) SpeechStart(start time.Duration) {
 	if d.active && !d.segmentOpen && d.interrupted && !d.hesitant {
 		// The user goes on after a pause: was it one only the floor waited through?
-		d.Decision()
-		d.hesitant = d.floored && start-d.speechEnd >= d.policyHold
+		floored := d.Decision().Hold > d.policyHold
+		d.hesitant = floored && start-d.speechEnd >= d.policyHold
 	}
 	d.candidate = false
 	d.segmentOpen = true
@@ -205,7 +204,7 @@ func (d *Decider) check() *EndOfTurn {
 
 func (d *Decider) reset() {
 	d.active, d.segmentOpen, d.candidate = false, false, false
-	d.interrupted, d.hesitant, d.floored = false, false, false
+	d.interrupted, d.hesitant = false, false
 	d.words = d.words[:0]
 	d.lastWordEnd = 0
 	d.hasComplete = false
