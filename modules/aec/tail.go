@@ -28,7 +28,16 @@ import (
 // silent until it sounds again) a block gets the power gain 1 − Over·estimate/output,
 // 0 at least: the tail goes, a user who speaks louder than it passes nearly whole.
 // While the far end plays the gate does nothing, so double talk is the inner
-// canceller's alone. The gain moves linearly across each block (no clicks).
+// canceller's alone, except over a phrase's onset (onsetBlocks) after a pause in which
+// the gate let nothing through: AEC3's suppressor, idle through the pause, lets the
+// first 10–20 ms of the phrase's echo through at 10–30 dB below it. There a block gets
+// the same gain against an estimate of that residue: a tenth of the echo expected
+// (the envelope and the path's gain) where the microphone rose 6 dB or more above its
+// level before the onset, a hundredth elsewhere; and only in blocks where the inner
+// canceller took out 6 dB or more of what the microphone heard. A user who speaks
+// through the pause keeps the voice at the onset too (the gate leaves such an onset
+// be), and so does one who begins just as the agent does, louder than its echo (the
+// canceller passes that voice). The gain moves linearly across each block (no clicks).
 //
 // The gate weighs a whole block of output at a time, so its output lags the inner
 // canceller's by one block (10 ms). Render and Capture must keep pace as the Canceller
@@ -44,6 +53,9 @@ type TailGate struct {
 	env      float64      // the reference's peak-held envelope (power)
 	delayed  []blockPower // the last blocks, oldest first: the hint's delay
 	quiet    int          // blocks since the delayed reference was last active
+	onset    int          // blocks of a phrase's onset still to come
+	lastMic  float64      // the microphone's power in the last block
+	before   float64      // the microphone's power just before the onset under way
 	blocks   []inputBlock // from blocksBase on, until their output is weighed
 	base     int64
 
@@ -57,6 +69,10 @@ type TailGate struct {
 	block   int64   // the block the last returned sample belonged to
 	amp     float64 // its amplitude gain, and the block's before it
 	prevAmp float64
+	// passed is the power of the last block weighed, after its gain; onsetGated: the
+	// onset under way follows a pause the gate let nothing through.
+	passed     float64
+	onsetGated bool
 	// linear is the inner canceller's linear output beside out (ungated: the tail is
 	// the suppressor's to judge), when it has one.
 	linear []float32
@@ -67,6 +83,12 @@ type inputBlock struct {
 	mic, env float64 // the microphone's power and the delayed envelope
 	active   bool    // the delayed reference sounds
 	tail     bool
+	// onsetEnv is the envelope of a phrase after a pause over its onset's blocks (0 in
+	// all others); rose: the microphone is 6 dB or more above its level before the
+	// onset (the echo, not a user already speaking).
+	onsetEnv   float64
+	rose       bool
+	onsetFirst bool // the onset's first block
 }
 
 // TailConfig tunes the gate; the zero value is the default.
@@ -109,6 +131,26 @@ const (
 	tailAfter = 2
 	// maxAhead bounds the reference kept ahead of the microphone (1 s).
 	maxAhead = Rate
+	// onsetBlocks is how many blocks of a phrase that follows a pause count as its
+	// onset, from the one its echo is due in; onsetAhead how many blocks before it they
+	// begin (the echo is due by the delay hint, which is not exact, and the phrase's
+	// first sound may fall short of gateActive in its first block). onsetArrival and
+	// onsetResidue are the share of the echo's power the inner canceller is taken to
+	// leave where the echo arrives (the microphone rose by onsetRise) and in the rest of
+	// the onset (on the simulated laptop AEC3 left −10 dB in the echo's first block,
+	// −20 to −40 dB after it).
+	onsetBlocks  = 4
+	onsetAhead   = 2
+	onsetArrival = 0.1
+	onsetResidue = 0.01
+	onsetRise    = 4
+	// onsetQuiet: a pause whose last block let through less than this share of the
+	// echo expected (−30 dB) had no user in it. onsetLeak: an onset's block is weighed
+	// only where the inner canceller took out 6 dB or more of the microphone (its leak
+	// is 10 dB or more below it); a user who begins with the agent's phrase, louder than
+	// its echo, passes it nearly whole.
+	onsetQuiet = 0.001
+	onsetLeak  = 0.25
 )
 
 var _ LinearCanceller = (*TailGate)(nil)
@@ -195,13 +237,29 @@ func (g *TailGate) CaptureLinear(near []float32) ([]float32, []float32, error) {
 func (g *TailGate) inputBlock(ref, mic float64) {
 	g.env = max(ref, g.env*g.decay)
 	g.delayed = append(g.delayed[1:], blockPower{ref: ref, env: g.env})
+	// The blocks after delayed[0] are the reference's next ones: a phrase after a pause
+	// is seen coming onsetAhead blocks before its echo is due.
+	ahead := g.delayed[:min(onsetAhead, len(g.delayed)-1)+1]
+	var soonRef, soonEnv float64
+	for _, a := range ahead {
+		soonRef, soonEnv = max(soonRef, a.ref), max(soonEnv, a.env)
+	}
+	first := g.quiet > tailAfter && g.onset == 0 && soonRef > gateActive
+	if first {
+		g.onset, g.before = len(ahead)-1+onsetBlocks, g.lastMic
+	}
+	g.lastMic = mic
 	d := g.delayed[0]
 	if d.ref > gateActive {
 		g.quiet = 0
 	} else {
 		g.quiet++
 	}
-	g.blocks = append(g.blocks, inputBlock{mic: mic, env: d.env, active: g.quiet == 0, tail: g.quiet > tailAfter})
+	b := inputBlock{mic: mic, env: d.env, active: g.quiet == 0, tail: g.quiet > tailAfter}
+	if g.onset > 0 {
+		b.onsetEnv, b.rose, b.onsetFirst, g.onset = soonEnv, mic >= onsetRise*g.before, first, g.onset-1
+	}
+	g.blocks = append(g.blocks, b)
 }
 
 // gainAt returns the amplitude gain for output position p, whose block's output is
@@ -216,7 +274,8 @@ func (g *TailGate) gainAt(p int64) float64 {
 }
 
 // weigh takes input block k's output: it learns the echo path's gain from it, or
-// returns the block's amplitude gain in the tail; the blocks before k are forgotten.
+// returns the block's amplitude gain in the tail or an onset; the blocks before k are
+// forgotten.
 func (g *TailGate) weigh(k int64) float64 {
 	j := k - g.base
 	if j < 0 || j >= int64(len(g.blocks)) {
@@ -226,8 +285,32 @@ func (g *TailGate) weigh(k int64) float64 {
 	g.blocks, g.base = g.blocks[j:], k
 	from := k*gateBlock + int64(g.inner) - g.outPos
 	out := power(g.out[from:from+gateBlock], gateBlock)
+	gain := g.decide(b, out)
+	g.passed = out * gain * gain
+	return gain
+}
+
+// decide returns the amplitude gain of block b, whose output has power out.
+func (g *TailGate) decide(b inputBlock, out float64) float64 {
+	path := math.Pow(10, g.pathLog)
+	if b.onsetFirst {
+		// An onset is weighed only after a pause the gate let nothing through: a user
+		// who speaks through the pause keeps the voice at the onset too.
+		g.onsetGated = g.passed < onsetQuiet*b.onsetEnv*path
+	}
 	switch {
-	case b.active && b.env > gateActive && b.mic > 0 && out < b.mic*echoDominated:
+	case b.onsetEnv > 0 && g.learned && g.onsetGated && out < onsetLeak*b.mic:
+		// The onset's residue, and in its first blocks the tail before it, must go.
+		share := onsetResidue
+		if b.rose {
+			share = onsetArrival
+		}
+		est := share * b.onsetEnv
+		if b.tail {
+			est = max(est, b.env)
+		}
+		return gainAgainst(g.cfg.Over*est*path, out)
+	case b.onsetEnv == 0 && b.active && b.env > gateActive && b.mic > 0 && out < b.mic*echoDominated:
 		r := math.Log10(b.mic / b.env)
 		switch {
 		case !g.learned:
@@ -238,16 +321,21 @@ func (g *TailGate) weigh(k int64) float64 {
 			g.pathLog -= gateStep
 		}
 	case b.tail && g.learned:
-		if out == 0 {
-			return 0
-		}
-		est := g.cfg.Over * b.env * math.Pow(10, g.pathLog)
-		if est < out*negligible {
-			return 1
-		}
-		return math.Sqrt(max(0, 1-est/out))
+		return gainAgainst(g.cfg.Over*b.env*path, out)
 	}
 	return 1
+}
+
+// gainAgainst is the amplitude gain that takes the estimated power est of what must go
+// out of a block whose output has power out.
+func gainAgainst(est, out float64) float64 {
+	switch {
+	case out == 0:
+		return 0
+	case est < out*negligible:
+		return 1
+	}
+	return math.Sqrt(max(0, 1-est/out))
 }
 
 // SetDelay implements Canceller; the gate delays its envelope by the hint too.

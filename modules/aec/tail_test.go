@@ -13,17 +13,30 @@ import (
 
 // quitter is a frame engine that behaves as AEC3 does at a phrase's end: it removes the
 // echo (known to it in advance) while the reference plays and for 80 ms after, then
-// passes the microphone through untouched, reverberation and all.
+// passes the microphone through untouched, reverberation and all. At the start of a
+// phrase after a pause (200 ms or more) it leaves a tenth of the echo's first 10 ms and
+// a hundredth of the next 10 (the echo begins its delay, 30 ms, after the reference's
+// onset): AEC3's suppressor, idle through the pause, does about that.
 type quitter struct {
 	sinceSound int
 	echo       []float32
 	pos        int
+	leakFrom   int // microphone position of the echo's onset after a pause (0: none yet)
 }
+
+// quitterLeak is how long the quitter leaks an onset; quitterLeakLevel the power it
+// leaves in each 10 ms of it.
+const quitterLeak = 20 * time.Millisecond
+
+var quitterLeakLevel = []float64{0.1, 0.01}
 
 func (q *quitter) FrameSize() int { return 160 }
 func (q *quitter) ProcessRender(far []float32) error {
 	q.sinceSound++
 	if power(far, len(far)) > 0 {
+		if q.sinceSound > 20 && q.pos > 0 {
+			q.leakFrom = q.pos + samples(30*time.Millisecond)
+		}
 		q.sinceSound = 0
 	}
 	return nil
@@ -31,8 +44,14 @@ func (q *quitter) ProcessRender(far []float32) error {
 
 func (q *quitter) ProcessCapture(near []float32) error {
 	for i := range near {
-		if q.sinceSound <= 8 && q.pos+i < len(q.echo) {
-			near[i] -= q.echo[q.pos+i]
+		p := q.pos + i
+		if q.sinceSound <= 8 && p < len(q.echo) {
+			if q.leakFrom > 0 && p >= q.leakFrom && p < q.leakFrom+samples(quitterLeak) {
+				left := quitterLeakLevel[(p-q.leakFrom)/samples(10*time.Millisecond)]
+				near[i] -= float32(1-math.Sqrt(left)) * q.echo[p]
+			} else {
+				near[i] -= q.echo[p]
+			}
 		}
 	}
 	q.pos += len(near)
@@ -192,6 +211,77 @@ func TestTailGateKeepsTheUser(t *testing.T) {
 		t.Logf("%v–%v: %.2f dB lost", w.from, w.to, loss)
 		if loss > w.maxLoss {
 			t.Errorf("%v–%v: the user's voice lost %.2f dB, want ≤ %g", w.from, w.to, loss, w.maxLoss)
+		}
+	}
+}
+
+// newOnsetScene is a second of the agent's "voice", a pause of 300 ms and 700 ms more,
+// its echo through a room (RT60 300 ms, 30 ms, −6 dB), and the user's voice (userDB
+// against the echo's level) from userAt to 1.6 s, across the second phrase's onset
+// (none when userAt is 0).
+func newOnsetScene(t *testing.T, userAt time.Duration, userDB float64) tailScene {
+	t.Helper()
+	sc := newTailScene(t, 300*time.Millisecond, 0, 0)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := samples(1300 * time.Millisecond); i < samples(2*time.Second); i++ {
+		sc.far[i] = float32(0.1 * rng.NormFloat64())
+	}
+	path, err := room.New(room.Config{Delay: 30 * time.Millisecond, GainDB: -6, RT60: 300 * time.Millisecond, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.echo = path.Process(sc.far)
+	if userAt > 0 {
+		level := math.Sqrt(power(sc.echo[samples(500*time.Millisecond):samples(time.Second)], samples(500*time.Millisecond)))
+		amp := level * math.Pow(10, userDB/20)
+		for i := samples(userAt); i < samples(1600*time.Millisecond); i++ {
+			sc.user[i] = float32(amp * rng.NormFloat64())
+		}
+	}
+	return sc
+}
+
+// TestTailGateOnset: the inner canceller's leak at a phrase's onset after a pause goes:
+// with the gate every 10 ms of the onset is at least 25 dB below the echo. A user who
+// speaks through the pause into the onset, as loud as the echo or 9 dB below it, loses
+// at most 0.5 dB over the onset, one who begins with the onset, as loud as the echo,
+// at most 1 dB, and neither anything after it.
+func TestTailGateOnset(t *testing.T) {
+	echoAt := 1330 * time.Millisecond // the second phrase's echo begins
+	sc := newOnsetScene(t, 0, 0)
+	echoLevel := levelDB(sc.echo[samples(500*time.Millisecond):samples(time.Second)])
+	without := sc.run(t, newQuitter(t, false, sc.echo), 160)
+	with := sc.run(t, newQuitter(t, true, sc.echo), 160)
+	worstWithout, worstWith := math.Inf(1), math.Inf(1)
+	for from := echoAt; from < echoAt+quitterLeak; from += 10 * time.Millisecond {
+		i, j := samples(from), samples(from+10*time.Millisecond)
+		worstWithout = min(worstWithout, echoLevel-levelDB(without[i:j]))
+		worstWith = min(worstWith, echoLevel-levelDB(with[i:j]))
+	}
+	t.Logf("the onset's leak at least %.1f dB below the echo without the gate, %.1f dB with it", worstWithout, worstWith)
+	if worstWithout >= 25 {
+		t.Errorf("the inner canceller let no onset through (%.1f dB): the scene tests nothing", worstWithout)
+	}
+	if worstWith < 25 {
+		t.Errorf("the onset only %.1f dB below the echo with the gate, want ≥ 25", worstWith)
+	}
+	for _, u := range []struct {
+		at      time.Duration
+		db      float64
+		maxLoss float64
+	}{{1200 * time.Millisecond, 0, 0.5}, {1200 * time.Millisecond, -9, 0.5}, {echoAt, 0, 1}} {
+		sc := newOnsetScene(t, u.at, u.db)
+		got := sc.run(t, newQuitter(t, true, sc.echo), 160)
+		for _, w := range []struct {
+			from, to time.Duration
+			maxLoss  float64
+		}{{echoAt - 20*time.Millisecond, echoAt + 50*time.Millisecond, u.maxLoss}, {echoAt + 100*time.Millisecond, 1600 * time.Millisecond, 0.01}} {
+			i, j := samples(max(w.from, u.at)), samples(w.to)
+			loss := levelDB(sc.user[i:j]) - levelDB(got[i:j])
+			t.Logf("the user from %v at %+g dB, %v–%v: %.2f dB lost", u.at, u.db, w.from, w.to, loss)
+			if loss > w.maxLoss {
+				t.Errorf("the user from %v at %+g dB, %v–%v: the voice lost %.2f dB, want ≤ %g", u.at, u.db, w.from, w.to, loss, w.maxLoss)
+			}
 		}
 	}
 }

@@ -432,8 +432,6 @@ const (
 // was played, echo the echo alone at the microphone, out the canceller's output aligned
 // with it, delay the echo path's delay.
 func Tails(far, echo, out []float32, delay time.Duration) []Tail {
-	at := func(d time.Duration) int { return int(audio.DurationToSamples(d, aec.Rate)) }
-	level := func(x []float32) float64 { return 10 * math.Log10(meanSquare(x)+1e-20) }
 	n := min(len(far), len(echo), len(out))
 	var tails []Tail
 	sounded, silent := false, 0
@@ -459,4 +457,52 @@ func Tails(far, echo, out []float32, delay time.Duration) []Tail {
 		})
 	}
 	return tails
+}
+
+// at is d in samples of the stream.
+func at(d time.Duration) int { return int(audio.DurationToSamples(d, aec.Rate)) }
+
+// level is x's power in dBFS.
+func level(x []float32) float64 { return 10 * math.Log10(meanSquare(x)+1e-20) }
+
+// Onset is the echo's first OnsetLen after one of the far end's pauses, and what the
+// canceller left of it, in dBFS.
+type Onset struct {
+	At         time.Duration // where the echo begins again (the far end's sound plus the delay)
+	Echo, Left float64
+}
+
+// ERLE is the onset's echo over what is left of it, in dB.
+func (o Onset) ERLE() float64 { return o.Echo - o.Left }
+
+// OnsetLen is how much of the echo after a pause Onsets measures: AEC3's suppressor,
+// idle through the pause, lets the first 10–20 ms of it through.
+const OnsetLen = 40 * time.Millisecond
+
+// Onsets measures the echo and the output where the far end sounds again after each of
+// its pauses (MinPause or longer; not its first sound): far is what was played, echo
+// the echo alone at the microphone, out the canceller's output aligned with it, delay
+// the echo path's delay.
+func Onsets(far, echo, out []float32, delay time.Duration) []Onset {
+	n := min(len(far), len(echo), len(out))
+	var onsets []Onset
+	sounded, silent := false, 0
+	for i := 0; i < n; i++ {
+		if far[i] == 0 {
+			silent++
+			continue
+		}
+		if sounded && silent >= at(MinPause) {
+			start := i + at(delay)
+			if start+at(OnsetLen) <= n {
+				onsets = append(onsets, Onset{
+					At:   audio.SamplesToDuration(int64(start), aec.Rate),
+					Echo: level(echo[start : start+at(OnsetLen)]),
+					Left: level(out[start : start+at(OnsetLen)]),
+				})
+			}
+		}
+		sounded, silent = true, 0
+	}
+	return onsets
 }

@@ -168,25 +168,40 @@ func TestMicClock(t *testing.T) {
 	}
 }
 
+// The scenes of TestTails and TestOnsets: their rate and echo delay (sceneD in samples).
+const (
+	sceneRate  = 16000
+	sceneDelay = 30 * time.Millisecond
+	sceneD     = sceneRate * 30 / 1000
+)
+
+// newStepScene returns 3 s of a far end at 0.1 wherever sounds says (at each time in
+// seconds), its echo at half of it sceneDelay later, and an output of silence.
+func newStepScene(sounds func(s float64) bool) (far, echo, out []float32) {
+	far = make([]float32, 3*sceneRate)
+	echo = make([]float32, 3*sceneRate)
+	out = make([]float32, 3*sceneRate)
+	for i := range far {
+		if sounds(float64(i) / sceneRate) {
+			far[i] = 0.1
+		}
+	}
+	for i := sceneD; i < len(echo); i++ {
+		echo[i] = far[i-sceneD] / 2
+	}
+	return far, echo, out
+}
+
 // TestTails: a far end with two pauses, an echo path that rings on after them, and a
 // canceller that leaves a known part of that ringing: the tails are found where the
 // echo stopped and measured.
 func TestTails(t *testing.T) {
-	const rate = 16000
-	far := make([]float32, 3*rate)
-	echo := make([]float32, 3*rate)
-	out := make([]float32, 3*rate)
-	delay := 30 * time.Millisecond
-	d := rate * 30 / 1000
+	const rate, delay = sceneRate, sceneDelay
 	// Sound 0–0.5 s and 1–1.5 s (a 50 ms gap inside the second: no pause), silence after.
-	for i := range far {
-		s := float64(i) / rate
-		if s < 0.5 || (s >= 1 && s < 1.5 && (s < 1.2 || s >= 1.25)) {
-			far[i] = 0.1
-		}
-	}
-	for i := d; i < len(echo); i++ {
-		echo[i] = far[i-d] / 2
+	far, echo, out := newStepScene(func(s float64) bool {
+		return s < 0.5 || (s >= 1 && s < 1.5 && (s < 1.2 || s >= 1.25))
+	})
+	for i := sceneD; i < len(echo); i++ {
 		if echo[i] == 0 && i < 2*rate {
 			echo[i] = 0.005 // the room rings: 20 dB below the echo
 			out[i] = 0.0005 // and the canceller took 20 dB of that
@@ -201,5 +216,30 @@ func TestTails(t *testing.T) {
 		if tl.At != want || math.Abs(tl.Before-20*math.Log10(0.05)) > 0.01 || math.Abs(tl.Echo-tl.Before+20) > 0.01 || math.Abs(tl.ERLE()-20) > 0.01 {
 			t.Errorf("tail %d: %+v (ERLE %.2f dB), want at %v, echo %.2f dBFS before, 20 dB less after, ERLE 20 dB", i, tl, tl.ERLE(), want, 20*math.Log10(0.05))
 		}
+	}
+}
+
+// TestOnsets: a far end that starts, pauses twice (500 ms, then a 50 ms gap that is no
+// pause) and goes on, and a canceller that leaves a tenth of the echo's first 20 ms
+// after the pause: the one onset is found where the echo begins again and measured over
+// OnsetLen.
+func TestOnsets(t *testing.T) {
+	const rate, delay = sceneRate, sceneDelay
+	// Sound 0–0.5 s and 1–2 s with a 50 ms gap at 1.5 s.
+	far, echo, out := newStepScene(func(s float64) bool {
+		return s < 0.5 || (s >= 1 && s < 2 && (s < 1.5 || s >= 1.55))
+	})
+	begins := rate + sceneD
+	for i := begins; i < begins+rate*20/1000; i++ {
+		out[i] = echo[i] * float32(math.Sqrt(0.1))
+	}
+	onsets := Onsets(far, echo, out, delay)
+	if len(onsets) != 1 {
+		t.Fatalf("%d onsets, want 1: %+v", len(onsets), onsets)
+	}
+	// Half of the 40 ms holds a tenth of the echo: 13 dB.
+	o, want := onsets[0], 10*math.Log10(1/(0.1*20/40))
+	if o.At != time.Second+delay || math.Abs(o.Echo-20*math.Log10(0.05)) > 0.01 || math.Abs(o.ERLE()-want) > 0.01 {
+		t.Errorf("%+v (ERLE %.2f dB), want at %v, echo %.2f dBFS, ERLE %.2f dB", o, o.ERLE(), time.Second+delay, 20*math.Log10(0.05), want)
 	}
 }

@@ -237,40 +237,52 @@ func TestMicClockDrift(t *testing.T) {
 }
 
 // TestTailGate: after each of the agent's pauses AEC3 lets the room's reverberation
-// through (from about 80 ms on); with aec.TailGate around it, the ERLE of every tail is
-// ≥ 25 dB, in the room and in one with RT60 500 ms.
+// through (from about 80 ms on), and when the agent speaks again the first 10–20 ms of
+// its echo; with aec.TailGate around it, the ERLE of every tail and of every onset's
+// first 40 ms is ≥ 25 dB, in the room and in one with RT60 500 ms.
 func TestTailGate(t *testing.T) {
 	far := aectest.AgentSpeech(t)
 	for _, rt := range []time.Duration{300 * time.Millisecond, 500 * time.Millisecond} {
 		path := aectest.Laptop()
 		path.RT60 = rt
-		worst := func(c aec.Canceller) (measure.Tail, int) {
+		worst := func(c aec.Canceller) (tail measure.Tail, onset measure.Onset, pauses int) {
 			r, err := measure.Run(c, measure.Scene{Far: far, Path: path, Hint: path.Delay})
 			if err != nil {
 				t.Fatal(err)
 			}
 			tails := measure.Tails(far, r.Mic, r.Out, path.Delay)
-			if len(tails) < 3 {
-				t.Fatalf("%d pauses in the agent's speech", len(tails))
+			onsets := measure.Onsets(far, r.Mic, r.Out, path.Delay)
+			if len(tails) < 3 || len(onsets) < 3 {
+				t.Fatalf("%d pauses and %d onsets after them in the agent's speech", len(tails), len(onsets))
 			}
-			w := tails[0]
+			tail, onset = tails[0], onsets[0]
 			for _, tl := range tails {
-				if tl.ERLE() < w.ERLE() {
-					w = tl
+				if tl.ERLE() < tail.ERLE() {
+					tail = tl
 				}
 			}
-			return w, len(tails)
+			for _, o := range onsets {
+				if o.ERLE() < onset.ERLE() {
+					onset = o
+				}
+			}
+			return tail, onset, len(tails)
 		}
-		without, n := worst(newCanceller(t, webrtcapm.Config{}))
+		without, withoutOnset, n := worst(newCanceller(t, webrtcapm.Config{}))
 		g, err := aec.NewTailGate(newCanceller(t, webrtcapm.Config{}), aec.TailConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		with, _ := worst(g)
+		with, withOnset, _ := worst(g)
 		t.Logf("RT60 %v, %d pauses: the worst tail's ERLE %.1f dB (at %v, the tail %.1f dB below the echo before it) without the gate, %.1f dB (at %v) with it",
 			rt, n, without.ERLE(), without.At, without.Before-without.Echo, with.ERLE(), with.At)
+		t.Logf("RT60 %v: the worst onset's ERLE %.1f dB (at %v) without the gate, %.1f dB (at %v) with it",
+			rt, withoutOnset.ERLE(), withoutOnset.At, withOnset.ERLE(), withOnset.At)
 		if with.ERLE() < measure.Target {
 			t.Errorf("RT60 %v: a tail's ERLE %.1f dB at %v with the gate, want ≥ %g", rt, with.ERLE(), with.At, measure.Target)
+		}
+		if withOnset.ERLE() < measure.Target {
+			t.Errorf("RT60 %v: an onset's ERLE %.1f dB at %v with the gate, want ≥ %g", rt, withOnset.ERLE(), withOnset.At, measure.Target)
 		}
 	}
 }
