@@ -434,18 +434,8 @@ const (
 func Tails(far, echo, out []float32, delay time.Duration) []Tail {
 	n := min(len(far), len(echo), len(out))
 	var tails []Tail
-	sounded, silent := false, 0
-	for i := 0; i < n; i++ {
-		if far[i] != 0 {
-			sounded, silent = true, 0
-			continue
-		}
-		silent++
-		if !sounded || silent != at(MinPause) {
-			continue
-		}
-		sounded = false
-		stop := i - silent + 1 + at(delay)
+	for _, p := range pauses(far[:n]) {
+		stop := p.stop + at(delay)
 		if stop-at(TailBefore) < 0 || stop+at(TailTo) > n {
 			continue
 		}
@@ -457,6 +447,30 @@ func Tails(far, echo, out []float32, delay time.Duration) []Tail {
 		})
 	}
 	return tails
+}
+
+// pause is a stretch of MinPause or more of a silent far end after sound: from stop,
+// its first silent sample, to resume, the far end's next sound (−1: none).
+type pause struct{ stop, resume int }
+
+// pauses finds the far end's pauses.
+func pauses(far []float32) []pause {
+	var ps []pause
+	sounded, silent := false, 0
+	for i, v := range far {
+		if v == 0 {
+			silent++
+			continue
+		}
+		if sounded && silent >= at(MinPause) {
+			ps = append(ps, pause{stop: i - silent, resume: i})
+		}
+		sounded, silent = true, 0
+	}
+	if sounded && silent >= at(MinPause) {
+		ps = append(ps, pause{stop: len(far) - silent, resume: -1})
+	}
+	return ps
 }
 
 // at is d in samples of the stream.
@@ -486,23 +500,16 @@ const OnsetLen = 40 * time.Millisecond
 func Onsets(far, echo, out []float32, delay time.Duration) []Onset {
 	n := min(len(far), len(echo), len(out))
 	var onsets []Onset
-	sounded, silent := false, 0
-	for i := 0; i < n; i++ {
-		if far[i] == 0 {
-			silent++
+	for _, p := range pauses(far[:n]) {
+		start := p.resume + at(delay)
+		if p.resume < 0 || start+at(OnsetLen) > n {
 			continue
 		}
-		if sounded && silent >= at(MinPause) {
-			start := i + at(delay)
-			if start+at(OnsetLen) <= n {
-				onsets = append(onsets, Onset{
-					At:   audio.SamplesToDuration(int64(start), aec.Rate),
-					Echo: level(echo[start : start+at(OnsetLen)]),
-					Left: level(out[start : start+at(OnsetLen)]),
-				})
-			}
-		}
-		sounded, silent = true, 0
+		onsets = append(onsets, Onset{
+			At:   audio.SamplesToDuration(int64(start), aec.Rate),
+			Echo: level(echo[start : start+at(OnsetLen)]),
+			Left: level(out[start : start+at(OnsetLen)]),
+		})
 	}
 	return onsets
 }
