@@ -22,6 +22,7 @@ import (
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/overlap"
 	"github.com/parley-voice/parley/modules/source"
+	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/turnend"
 	"github.com/parley-voice/parley/modules/vad"
 	"go.uber.org/zap"
@@ -78,6 +79,9 @@ type IO struct {
 	EchoDelay time.Duration
 	// MeasureCPU counts each module's CPU time (iu.WithCPUAccounting; benchmarks).
 	MeasureCPU bool
+	// Voice, when set, wraps the speech engine the config names (tests: a memo that
+	// gives a text the same audio in every replay; see ReplayOptions.Voice).
+	Voice func(tts.Engine) tts.Engine
 }
 
 // Agent is a built network with the resources behind it.
@@ -372,7 +376,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		return fail(fmt.Errorf("asr: %w", err))
 	}
 	a.closers = append(a.closers, closeASR)
-	ttsMod, closeTTS, err := openTTS(NameTTS, cfg.TTS)
+	ttsMod, closeTTS, err := openTTS(NameTTS, cfg.TTS, io.Voice)
 	if err != nil {
 		return fail(fmt.Errorf("tts: %w", err))
 	}

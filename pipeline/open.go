@@ -92,8 +92,8 @@ func openASR(name string, cfg asr.Config) (*asr.Module, func() error, error) {
 	return m, e.Close, nil
 }
 
-// openTTS makes the TTS module speaking with libespeak-ng.
-func openTTS(name string, cfg tts.Config) (*tts.Module, func() error, error) {
+// openTTS makes the TTS module speaking with libespeak-ng, through wrap when it is set.
+func openTTS(name string, cfg tts.Config, wrap func(tts.Engine) tts.Engine) (*tts.Module, func() error, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -101,7 +101,11 @@ func openTTS(name string, cfg tts.Config) (*tts.Module, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := tts.New(name, cfg, e)
+	var voice tts.Engine = e
+	if wrap != nil {
+		voice = wrap(e)
+	}
+	m, err := tts.New(name, cfg, voice)
 	if err != nil {
 		e.Close()
 		return nil, nil, err

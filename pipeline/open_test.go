@@ -49,7 +49,7 @@ func TestOpenASR(t *testing.T) {
 }
 
 func TestOpenTTS(t *testing.T) {
-	m, closeTTS, err := openTTS("", tts.DefaultConfig())
+	m, closeTTS, err := openTTS("", tts.DefaultConfig(), nil)
 	if err != nil {
 		if _, data := espeak.Version(); data == "" {
 			testenv.Missing(t, "espeak-ng data", testenv.EnvFix)
@@ -64,7 +64,7 @@ func TestOpenTTS(t *testing.T) {
 	}
 	bad := tts.DefaultConfig()
 	bad.Voice = "xyzzy"
-	if _, _, err := openTTS("tts", bad); !errors.Is(err, espeak.ErrVoiceNotFound) {
+	if _, _, err := openTTS("tts", bad, nil); !errors.Is(err, espeak.ErrVoiceNotFound) {
 		t.Fatalf("unknown voice: %v", err)
 	}
 }

@@ -246,6 +246,10 @@ func TestSoundsOverTheAgent(t *testing.T) {
 	cache := voices.NewCache(t)
 	sounds := overlapSounds(t, cache)
 	question := filepath.Join(testenv.SharedDir(t), "audio", "v2j_what_time_is_it.wav")
+	// Every replay hears the agent's answer as the first one did, so that the rows
+	// differ only by the sound over it, and a table is the same whatever ran before it
+	// in the process but for its first voicing (sameVoice).
+	voice := newSameVoice()
 
 	// The sounds fall in the agent's first answer (turn 2). PARLEY_OVERLAP_ANSWER=2 puts
 	// them in its second (turn 4), to a second question asked a second after the first
@@ -253,7 +257,7 @@ func TestSoundsOverTheAgent(t *testing.T) {
 	// whole answer.
 	base, turn, from := []any{question, 0.5}, 2, time.Duration(0)
 	if os.Getenv("PARLEY_OVERLAP_ANSWER") == "2" {
-		first, _ := replayOverlap(t, cfg, writeScenario(t, 8, base...))
+		first, _ := replayOverlap(t, cfg, voice, writeScenario(t, 8, base...))
 		end := -1
 		for i, l := range levels(agentAudio(t, first)) {
 			if l > -50 {
@@ -265,7 +269,7 @@ func TestSoundsOverTheAgent(t *testing.T) {
 		base, turn = append(base, lamp, from.Seconds()), 4
 	}
 	// The questions alone, to find where the agent answers.
-	ref, _ := replayOverlap(t, cfg, writeScenario(t, 8, base...))
+	ref, _ := replayOverlap(t, cfg, voice, writeScenario(t, 8, base...))
 	speechAt := -1
 	for i, l := range levels(agentAudio(t, ref)) {
 		if at(i) >= from && l > -50 {
@@ -284,7 +288,7 @@ func TestSoundsOverTheAgent(t *testing.T) {
 		name := strings.ReplaceAll(fmt.Sprintf("%s %s", s.voice, s.text), " ", "_")
 		t.Run(name, func(t *testing.T) {
 			start := place - s.onset // the sound itself begins at place
-			res, rec := replayOverlap(t, cfg, writeScenario(t, 6, append(slices.Clone(base), s.path, start.Seconds())...))
+			res, rec := replayOverlap(t, cfg, voice, writeScenario(t, 6, append(slices.Clone(base), s.path, start.Seconds())...))
 			refAudio := ownReference(t, rec, agentAudio(t, res), turn, from)
 			o := measureOverlap(t, s, place, res, rec, refAudio, turn)
 			outcomes = append(outcomes, o)
@@ -318,8 +322,9 @@ func TestSoundsOverTheAgent(t *testing.T) {
 }
 
 // replayOverlap replays scenario with engines of its own: a model whose cache holds
-// earlier replays could answer differently from the replay that placed the sounds.
-func replayOverlap(t *testing.T, cfg Config, scenario string) (*ReplayResult, *record) {
+// earlier replays could answer differently from the replay that placed the sounds. With
+// voice, the agent says each text as in the replays before (sameVoice).
+func replayOverlap(t *testing.T, cfg Config, voice *sameVoice, scenario string) (*ReplayResult, *record) {
 	t.Helper()
 	eng, err := LoadEngines(cfg, nil)
 	if err != nil {
@@ -333,6 +338,9 @@ func replayOverlap(t *testing.T, cfg Config, scenario string) (*ReplayResult, *r
 	// measures then include the machine's load).
 	real := os.Getenv("PARLEY_OVERLAP_CLOCK") == "real"
 	opts := ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, RealClock: real, Observers: []iu.Observer{rec}}
+	if voice != nil {
+		opts.Voice = voice.wrap
+	}
 	// PARLEY_OVERLAP_LAPTOP=1 replays on the simulated laptop (room.Laptop), the echo
 	// cancelled: the sounds then come over the session's first answer, while the
 	// canceller still converges, or with PARLEY_OVERLAP_ANSWER=2 over its second.
@@ -667,7 +675,7 @@ func TestHesitantBargeIns(t *testing.T) {
 	// over says text in voice v over the answer and measures what the agent did.
 	over := func(t *testing.T, v voices.Voice, text string, bargeIn bool) (overlapOutcome, *ReplayResult) {
 		s := newOverlapSound(t, v.String(), text, bargeIn, cache.Say(t, v, text))
-		res, rec := replayOverlap(t, cfg, writeScenario(t, 6, question, 0.5, s.path, (place-s.onset).Seconds()))
+		res, rec := replayOverlap(t, cfg, nil, writeScenario(t, 6, question, 0.5, s.path, (place-s.onset).Seconds()))
 		return measureOverlap(t, s, place, res, rec, ownReference(t, rec, agentAudio(t, res), 2, 0), 2), res
 	}
 	for _, v := range []voices.Voice{voices.FliteRMS, voices.FestivalKAL} {

@@ -26,6 +26,7 @@ import (
 	"github.com/parley-voice/parley/modules/recorder"
 	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/speaker"
+	"github.com/parley-voice/parley/modules/tts"
 	"go.uber.org/zap"
 )
 
@@ -51,6 +52,11 @@ type ReplayOptions struct {
 	Echo *room.Config
 	// MeasureCPU counts the CPU time of the process and of each module (ReplayResult.CPU).
 	MeasureCPU bool
+	// Voice, when set, wraps the speech engine. espeak-ng carries state from one
+	// synthesis to the next, so the same text sounds a little different after other
+	// speech; tests that compare replays give it a memo that repeats each text's first
+	// audio.
+	Voice func(tts.Engine) tts.Engine
 }
 
 // Outcome is what a session left: the conversation as said and heard, its latencies,
@@ -134,7 +140,7 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 		return nil, err
 	}
 	aio := IO{Input: input, Speaker: spk, Clock: clk, Logger: log, SessionDir: filepath.Join(opts.OutDir, "session"), Observers: opts.Observers,
-		Echo: echo, EchoCancel: cancel.On, MeasureCPU: opts.MeasureCPU}
+		Echo: echo, EchoCancel: cancel.On, MeasureCPU: opts.MeasureCPU, Voice: opts.Voice}
 	if echo != nil {
 		// The simulated laptop's whole delay lies beyond the speaker's and the input's
 		// timing, as a real device's buffers would not: tell the canceller.
