@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -247,9 +248,13 @@ func TestSoundsOverTheAgent(t *testing.T) {
 	sounds := overlapSounds(t, cache)
 	question := filepath.Join(testenv.SharedDir(t), "audio", "v2j_what_time_is_it.wav")
 	// Every replay hears the agent's answer as the first one did, so that the rows
-	// differ only by the sound over it, and a table is the same whatever ran before it
-	// in the process but for its first voicing (sameVoice).
+	// differ only by the sound over it (sameVoice). PARLEY_OVERLAP_VOICING=k makes that
+	// first answer another voicing, the same for every code: espeak-ng speaks k
+	// sentences first.
 	voice := newSameVoice()
+	if k, err := strconv.Atoi(os.Getenv("PARLEY_OVERLAP_VOICING")); err == nil && k > 0 {
+		speakBefore(t, cfg, k)
+	}
 
 	// The sounds fall in the agent's first answer (turn 2). PARLEY_OVERLAP_ANSWER=2 puts
 	// them in its second (turn 4), to a second question asked a second after the first

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/parley-voice/parley/modules/tts"
+	"github.com/parley-voice/parley/modules/tts/espeakng"
 )
 
 // sameVoice makes replays that compare with each other hear the agent say the same text
@@ -16,8 +17,9 @@ import (
 // own, set by every replay before it: rows of a table would differ by more than the
 // sounds put over the agent, and a change that stores one sound differently would
 // change the voicing of every later row. The first synthesis of each text is kept and
-// given again; a test that wants another voicing runs again in the same process
-// (-count), where the first synthesis comes after other speech.
+// given again. Another voicing, the same for every code: speakBefore first (a run
+// repeated in the process with -count hears one too, but which depends on what the
+// runs before it did).
 type sameVoice struct {
 	mu    sync.Mutex // each replay's speech module calls from a goroutine of its own
 	texts map[string][]tts.Piece
@@ -40,6 +42,23 @@ func (v *sameVoice) put(text string, pieces []tts.Piece) {
 	defer v.mu.Unlock()
 	if _, ok := v.texts[text]; !ok {
 		v.texts[text] = pieces
+	}
+}
+
+// speakBefore has espeak-ng speak n sentences, moving on the state it keeps from one
+// synthesis to the next: the speech after them has another voicing, the same in every
+// process that does the same.
+func speakBefore(t *testing.T, cfg Config, n int) {
+	t.Helper()
+	e, err := espeakng.New(cfg.TTS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for range n {
+		if err := e.Synthesize(context.Background(), "One more sentence before the table.", func(tts.Piece) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
