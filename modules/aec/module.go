@@ -493,7 +493,8 @@ func (r *runner) place(heard time.Time, start int64, quiet bool) {
 	// Where the two clocks together put the stream.
 	to := r.offset + audio.DurationToSamples(out.Sub(r.placedOut)-byEpoch, Rate)
 	move := func(why string) {
-		r.log.Debug("played audio moved", zap.String("with", why), zap.Duration("by", audio.SamplesToDuration(to-r.offset, Rate)))
+		// Rare, and the engine adapts anew after it: worth seeing in any log.
+		r.log.Info("played audio moved", zap.String("with", why), zap.Duration("by", audio.SamplesToDuration(to-r.offset, Rate)))
 		r.offset, r.agreed = to, 0
 		r.placedOut, r.placedEpoch = out, r.epoch
 		r.moves++
