@@ -200,7 +200,7 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 		zap.Duration("audio", c.Audio), zap.Duration("processing", c.Processing), zap.Float64("rtf", c.RTF()),
 		zap.Duration("unreferenced", audio.SamplesToDuration(r.unreferenced, Rate)),
 		zap.Duration("late_reference", audio.SamplesToDuration(r.late, Rate)),
-		zap.Int("moves", r.moves))
+		zap.Int("moves", r.moves), zap.Int("left_to_engine", r.left))
 	return err
 }
 
@@ -221,6 +221,10 @@ const (
 	// is 100 ppm off): the microphone's epoch moving earlier faster than this is its
 	// estimate settling (seen live: 35 ms over 5 s, 7000 ppm; 190 ms over 4 s).
 	maxDrift = 2000e-6
+	// maxKept is the longest delay from the reference to its echo that a move is left
+	// to the engine for (engineKeepsUp): within AEC3's delay estimator's reach and
+	// speex's 200 ms filter past its hint.
+	maxKept = 200 * time.Millisecond
 	// maxStash bounds the played audio kept before the first microphone frame says
 	// where the microphone's timeline lies.
 	maxStash = 5 * time.Second
@@ -274,8 +278,11 @@ type runner struct {
 	placedEpoch time.Time
 	// tracking counts the microphone frames after a move with its clock during which the
 	// stream follows the clock's smaller moves too: the average the clock is lags a
-	// real jump by up to averaging frames, and the move came half way.
+	// real jump by up to averaging frames, and the move came half way. leaving: the
+	// move is left to the engine (engineKeepsUp), leftBy so far.
 	tracking int
+	leaving  bool
+	leftBy   int64
 	stash    []audio.Frame
 	stashT   []time.Time
 
@@ -287,6 +294,7 @@ type runner struct {
 	unreferenced int64
 	late         int64
 	moves        int
+	left         int
 	failures     int
 }
 
@@ -459,12 +467,15 @@ func (r *runner) played(f audio.Frame, heard time.Time) {
 //     where it was in the microphone's samples then, so those moves are dropped. Any
 //     other move of the epoch (samples lost uncounted, a slip; a clock drifting, 1 ms in
 //     10 s at 100 ppm) that the output's timing does not share is followed at once past
-//     epochMoveMin, and then by moveMin steps until the clock's average has caught up.
+//     epochMoveMin, and then by moveMin steps until the clock's average has caught up;
+//     unless the engine's own delay estimate shows it can absorb the move
+//     (engineKeepsUp).
 //   - The output's moves come with its timing's jitter: when moveAgree IUs in a row say
 //     it plays moveMin or more later or earlier than the microphone's clock explains (a
 //     sound server that grows its buffer after an underrun plays everything later, and
 //     the echo moves with it), the reference follows, so that the engine sees its delay
-//     unchanged; smaller differences are the engine's to absorb.
+//     unchanged; smaller differences are the engine's to absorb, and so are moves
+//     under epochMoveMin that its delay estimate shows it can absorb (engineKeepsUp).
 //
 // Every move makes the engine adapt anew, and a residue of echo while it does can sound
 // like the user.
@@ -501,6 +512,21 @@ func (r *runner) place(heard time.Time, start int64, quiet bool) {
 	}
 	jump := audio.DurationToSamples(follow, Rate)
 	if abs(audio.DurationToSamples(byEpoch, Rate)) >= jump && abs(to-r.offset) >= jump {
+		if r.tracking == 0 {
+			r.leaving, r.leftBy = false, 0 // a new move of the clock: the engine may take it
+		}
+		if (r.tracking == 0 || r.leaving) && r.engineKeepsUp(r.leftBy+to-r.offset) {
+			if !r.leaving {
+				r.log.Info("played audio left in place for the engine", zap.String("with", "the microphone's clock"),
+					zap.Duration("by", audio.SamplesToDuration(to-r.offset, Rate)), zap.Duration("engine_delay", r.m.c.Stats().Delay.D))
+				r.left++
+			}
+			r.leaving, r.leftBy = true, r.leftBy+to-r.offset
+			r.placedEpoch, r.agreed = r.epoch, 0
+			r.tracking = averaging
+			return
+		}
+		r.leaving = false
 		move("the microphone's clock")
 		r.tracking = averaging
 		return
@@ -517,8 +543,37 @@ func (r *runner) place(heard time.Time, start int64, quiet bool) {
 		r.moveTo, r.agreed = to, 1
 	}
 	if r.agreed >= moveAgree {
+		if abs(to-r.offset) < audio.DurationToSamples(epochMoveMin, Rate) && r.engineKeepsUp(to-r.offset) {
+			r.log.Info("played audio left in place for the engine", zap.String("with", "the output's latency"),
+				zap.Duration("by", audio.SamplesToDuration(to-r.offset, Rate)), zap.Duration("engine_delay", r.m.c.Stats().Delay.D))
+			r.left++
+			r.agreed = 0
+			r.placedOut, r.placedEpoch = out, r.epoch
+			return
+		}
 		move("the output's latency")
 	}
+}
+
+// engineKeepsUp reports whether the engine is better left to absorb a move of the played
+// stream by samples (all of the move so far; negative: earlier) than made to find the
+// echo again after it: its own delay estimate, by as much longer or shorter, still has
+// the echo at least earlyBy and at most maxKept after the reference. Every move makes an
+// engine adapt anew, and a residue of the agent's voice while it does can sound like
+// the user (a live CI run: it became a user turn). Two kinds of move are as likely the
+// clocks' estimates as the echo moving:
+//   - The microphone's clock is a sliding minimum of its stamps (10 s in package mic): a
+//     later move shows only once the earlier stamps leave its window, long after the
+//     echo moved, if it did (samples lost); by then an engine with a delay estimator
+//     has found the echo where it went. If the stamps were early instead, the echo
+//     never moved at all.
+//   - A small move of the output's timing (under epochMoveMin) comes of its jitter as
+//     often as of the output's buffer (seen live with the speaker starved: 5 ms, after
+//     20 ms of played audio came late); a buffer that grows moves it by more.
+func (r *runner) engineKeepsUp(by int64) bool {
+	d := r.m.c.Stats().Delay
+	after := d.D + audio.SamplesToDuration(by, Rate)
+	return d.OK && d.D > 0 && after >= earlyBy && after <= maxKept
 }
 
 func silent(x []float32) bool {

@@ -26,9 +26,12 @@ var early = int(audio.DurationToSamples(earlyBy, Rate))
 type subtractor struct {
 	delay int
 	gain  float32
-	far   []float32 // everything rendered
-	n     int       // capture samples processed
-	ahead int       // capture samples processed before their reference was rendered
+	// estimates: Stats reports delay as the engine's delay estimate, as AEC3 does once
+	// it found the echo (an oracle's estimate never moves).
+	estimates bool
+	far       []float32 // everything rendered
+	n         int       // capture samples processed
+	ahead     int       // capture samples processed before their reference was rendered
 }
 
 func (s *subtractor) FrameSize() int { return 160 }
@@ -50,8 +53,13 @@ func (s *subtractor) ProcessCapture(near []float32) error {
 }
 func (s *subtractor) SetStreamDelay(time.Duration) {}
 func (s *subtractor) Latency() time.Duration       { return 0 }
-func (s *subtractor) Stats() Stats                 { return Stats{} }
-func (s *subtractor) Close() error                 { return nil }
+func (s *subtractor) Stats() Stats {
+	if !s.estimates {
+		return Stats{}
+	}
+	return Stats{Delay: Duration{D: audio.SamplesToDuration(int64(s.delay), Rate), OK: true}}
+}
+func (s *subtractor) Close() error { return nil }
 
 // played is a test Played payload.
 type played struct {
@@ -553,6 +561,71 @@ func TestModuleFollowsTheMicrophonesClockSlip(t *testing.T) {
 		}
 	}
 	t.Fatal("the reference did not follow the microphone's slip")
+}
+
+// TestModuleLeavesALateSlipToTheEngine: a microphone's clock that moves later is seen
+// late (its sliding minimum), when an engine with a delay estimator has long found the
+// echo where it went; where its estimate has the echo far enough after the reference
+// (100 ms of loopback here, a 40 ms slip), the reference stays put. Where it does not (the
+// 10 ms of a laptop), the reference follows the clock.
+func TestModuleLeavesALateSlipToTheEngine(t *testing.T) {
+	const n = 4 * Rate
+	slip := 40 * time.Millisecond
+	for _, tc := range []struct {
+		acoustic int
+		follows  bool
+	}{{acoustic: 1600, follows: false}, {acoustic: 160, follows: true}} {
+		t.Run(fmt.Sprint(tc.acoustic), func(t *testing.T) {
+			sc := scene{near: noise(n, 12, 0.1), far: noise(n+Rate, 13, 0.3), gain: 0.5, frame: 320, chunk: 160,
+				acoustic: tc.acoustic, outLat: 50 * time.Millisecond, micStart: 40 * time.Millisecond, stamped: true,
+				slipAt: 2 * Rate, slip: slip}
+			out, _, _ := runScene(t, sc, &subtractor{delay: sc.acoustic + early, gain: sc.gain, estimates: true}, Config{})
+			got := joined(t, out)
+			maxErr := int(audio.DurationToSamples(2*slip, Rate))
+			before, ok := misplacedBy(sc, got, Rate, sc.slipAt, maxErr)
+			if !ok || before != 0 {
+				t.Fatalf("before the slip the reference is misplaced by %d samples (found: %v)", before, ok)
+			}
+			after, ok := misplacedBy(sc, got, sc.slipAt+3*Rate/2, n, maxErr)
+			if !ok {
+				t.Fatal("after the slip the reference is not in one place")
+			}
+			step := int(audio.DurationToSamples(moveMin, Rate))
+			followed := after > -step && after < step
+			t.Logf("after the slip the reference is misplaced by %d samples", after)
+			if followed != tc.follows {
+				t.Errorf("the reference followed the slip: %v, want %v", followed, tc.follows)
+			}
+		})
+	}
+}
+
+// TestModuleLeavesSmallOutputMovesToTheEngine: the output's timing moving a few ms is as
+// often its jitter as the output's buffer; where the engine's delay estimate has the
+// echo far enough after the reference, the reference stays put. A buffer that grows by
+// more (30 ms) is followed, so that the engine sees its delay unchanged.
+func TestModuleLeavesSmallOutputMovesToTheEngine(t *testing.T) {
+	const n = 3 * Rate
+	for _, tc := range []struct {
+		jump    time.Duration
+		follows bool
+	}{{jump: 8 * time.Millisecond, follows: false}, {jump: 30 * time.Millisecond, follows: true}} {
+		t.Run(tc.jump.String(), func(t *testing.T) {
+			sc := scene{near: noise(n, 8, 0.1), far: noise(n, 9, 0.3), gain: 0.5, frame: 320, chunk: 160, acoustic: 1600,
+				outLat: 50 * time.Millisecond, latJumpAt: Rate, latJump: tc.jump}
+			out, _, _ := runScene(t, sc, &subtractor{delay: sc.acoustic + early, gain: sc.gain, estimates: true}, Config{})
+			got := joined(t, out)
+			change := int(audio.DurationToSamples(sc.heardAt(sc.latJumpAt), Rate)) + sc.acoustic
+			after, ok := misplacedBy(sc, got, change+Rate/2, n, int(audio.DurationToSamples(2*tc.jump, Rate)))
+			if !ok {
+				t.Fatal("after the move the reference is not in one place")
+			}
+			t.Logf("after the move the reference is misplaced by %d samples", after)
+			if followed := after == 0; followed != tc.follows {
+				t.Errorf("the reference followed the output: %v, want %v", followed, tc.follows)
+			}
+		})
+	}
 }
 
 // TestModuleBridgesGaps: a dropped capture block becomes silence on the output's
