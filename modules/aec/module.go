@@ -510,21 +510,27 @@ func (r *runner) place(heard time.Time, start int64, quiet bool) {
 		r.placedOut, r.placedEpoch = out, r.epoch
 		r.moves++
 	}
+	// leave notes a move left to the engine, whose delay estimate absorbs it.
+	leave := func(why string, engineDelay time.Duration) {
+		r.log.Info("played audio left in place for the engine", zap.String("with", why),
+			zap.Duration("by", audio.SamplesToDuration(to-r.offset, Rate)), zap.Duration("engine_delay", engineDelay))
+		r.left++
+	}
 	jump := audio.DurationToSamples(follow, Rate)
 	if abs(audio.DurationToSamples(byEpoch, Rate)) >= jump && abs(to-r.offset) >= jump {
 		if r.tracking == 0 {
 			r.leaving, r.leftBy = false, 0 // a new move of the clock: the engine may take it
 		}
-		if (r.tracking == 0 || r.leaving) && r.engineKeepsUp(r.leftBy+to-r.offset) {
-			if !r.leaving {
-				r.log.Info("played audio left in place for the engine", zap.String("with", "the microphone's clock"),
-					zap.Duration("by", audio.SamplesToDuration(to-r.offset, Rate)), zap.Duration("engine_delay", r.m.c.Stats().Delay.D))
-				r.left++
+		if r.tracking == 0 || r.leaving {
+			if d, ok := r.engineKeepsUp(r.leftBy + to - r.offset); ok {
+				if !r.leaving {
+					leave("the microphone's clock", d)
+				}
+				r.leaving, r.leftBy = true, r.leftBy+to-r.offset
+				r.placedEpoch, r.agreed = r.epoch, 0
+				r.tracking = averaging
+				return
 			}
-			r.leaving, r.leftBy = true, r.leftBy+to-r.offset
-			r.placedEpoch, r.agreed = r.epoch, 0
-			r.tracking = averaging
-			return
 		}
 		r.leaving = false
 		move("the microphone's clock")
@@ -543,13 +549,13 @@ func (r *runner) place(heard time.Time, start int64, quiet bool) {
 		r.moveTo, r.agreed = to, 1
 	}
 	if r.agreed >= moveAgree {
-		if abs(to-r.offset) < audio.DurationToSamples(epochMoveMin, Rate) && r.engineKeepsUp(to-r.offset) {
-			r.log.Info("played audio left in place for the engine", zap.String("with", "the output's latency"),
-				zap.Duration("by", audio.SamplesToDuration(to-r.offset, Rate)), zap.Duration("engine_delay", r.m.c.Stats().Delay.D))
-			r.left++
-			r.agreed = 0
-			r.placedOut, r.placedEpoch = out, r.epoch
-			return
+		if abs(to-r.offset) < audio.DurationToSamples(epochMoveMin, Rate) {
+			if d, ok := r.engineKeepsUp(to - r.offset); ok {
+				leave("the output's latency", d)
+				r.agreed = 0
+				r.placedOut, r.placedEpoch = out, r.epoch
+				return
+			}
 		}
 		move("the output's latency")
 	}
@@ -558,7 +564,8 @@ func (r *runner) place(heard time.Time, start int64, quiet bool) {
 // engineKeepsUp reports whether the engine is better left to absorb a move of the played
 // stream by samples (all of the move so far; negative: earlier) than made to find the
 // echo again after it: its own delay estimate, by as much longer or shorter, still has
-// the echo at least earlyBy and at most maxKept after the reference. Every move makes an
+// the echo at least earlyBy and at most maxKept after the reference. It returns that
+// estimate too, for the log. Every move makes an
 // engine adapt anew, and a residue of the agent's voice while it does can sound like
 // the user (a live CI run: it became a user turn). Two kinds of move are as likely the
 // clocks' estimates as the echo moving:
@@ -570,10 +577,10 @@ func (r *runner) place(heard time.Time, start int64, quiet bool) {
 //   - A small move of the output's timing (under epochMoveMin) comes of its jitter as
 //     often as of the output's buffer (seen live with the speaker starved: 5 ms, after
 //     20 ms of played audio came late); a buffer that grows moves it by more.
-func (r *runner) engineKeepsUp(by int64) bool {
+func (r *runner) engineKeepsUp(by int64) (engineDelay time.Duration, ok bool) {
 	d := r.m.c.Stats().Delay
 	after := d.D + audio.SamplesToDuration(by, Rate)
-	return d.OK && d.D > 0 && after >= earlyBy && after <= maxKept
+	return d.D, d.OK && d.D > 0 && after >= earlyBy && after <= maxKept
 }
 
 func silent(x []float32) bool {
