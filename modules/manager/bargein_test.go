@@ -218,6 +218,28 @@ func TestSoftBargeIns(t *testing.T) {
 			final: SilenceAfterAgent,
 		},
 		{
+			// flite awb's "right" on the real clock.
+			name: "two decodes opening with different interrupt words are guesses: \"right\" heard as \"how\", then \"stop\"",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3100, ev: voice(3100)},
+				{ms: 3140, ev: voice(3140, "how:1")},
+				{ms: 3190, ev: voice(3190, "stop:1")}, // decoded to 190 ms: a keyword needs 200
+				{ms: 3240, ev: voice(3240, "by:1")},
+				{ms: 3260, ev: speechStart(onset)},
+				{ms: 3280, ev: voice(3280, "right:1")},
+				{ms: 3320, ev: voice(3320, "right:1"), want: []string{"unduck 2"}},
+				{ms: 3400, ev: ended(voice(3360, "right:0.92"), 3360)},
+				{ms: 3540, ev: speechEnd(3370)},
+				{ms: 3550, ev: final(ended(voice(3360, "right:0.96"), 3360))},
+				{ms: 4200, ev: scoredUtterance("right", "right:0.9"), want: nil},
+				{ms: 4300, ev: reply(2, "Once upon a time.", false)},
+				{ms: 4310, ev: queued(2, true)},
+				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `backchannel 2 "right" voice`}},
+			}),
+			final: SilenceAfterAgent,
+		},
+		{
 			name: "a short acknowledgement: full volume when it ends",
 			steps: concat(speakingAgent(), []step{
 				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
@@ -554,6 +576,24 @@ func TestSoftBargeIns(t *testing.T) {
 				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `user 3 "tell me more"`, "respond 4"}},
 			}),
 			final: SilenceAfterUser,
+		},
+		{
+			// flite rms's "hmm" on the real clock, in one replay of four.
+			name: "a one-letter word is no sure word: a voice heard as \"a champ\" is a backchannel",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3160, ev: voice(3160, "they:1")},
+				{ms: 3260, ev: speechStart(onset)},
+				{ms: 3700, ev: voice(3700, "they:0.52", "to:0.21", "mhm:0.26")},
+				{ms: 3820, ev: ended(voice(3720, "they:0.51", "to:0.25", "mhm:0.46"), 3720), want: []string{"unduck 2"}},
+				{ms: 3900, ev: speechEnd(3750)},
+				{ms: 3910, ev: final(ended(voice(3720, "they:0.53", "to:0.27", "mhm:0.46"), 3720))},
+				{ms: 4230, ev: scoredUtterance("a champ", "a:0.86", "champ:0.62")},
+				{ms: 4300, ev: reply(2, "Once upon a time.", false)},
+				{ms: 4310, ev: queued(2, true)},
+				{ms: 6000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`, `backchannel 2 "mhm" voice`}},
+			}),
+			final: SilenceAfterAgent,
 		},
 		{
 			// One transcript over two sounds, the second of which the canceller left as a

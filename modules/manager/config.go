@@ -59,8 +59,8 @@ const (
 // goes on), its acoustics (noise, hum or voice) and its length.
 type EvidenceConfig struct {
 	// KeywordConfidence: one decode holding an interrupt word this confident interrupts,
-	// once KeywordSound of the sound has been decoded. Two decodes in a row holding
-	// interrupt words interrupt when either gives them RepeatConfidence: below it a
+	// once KeywordSound of the sound has been decoded. Two decodes in a row opening with
+	// the same interrupt word interrupt when either gives it RepeatConfidence: below it a
 	// decoder is guessing, as at the residue of the agent's voice that an echo
 	// canceller's linear output keeps ("what(0.02) what(0.01)" for a "yeah" over it).
 	KeywordConfidence float32       `yaml:"keyword_confidence"`

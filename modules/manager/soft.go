@@ -170,8 +170,7 @@ func (t *Turns) interruption(now time.Time) string {
 	switch {
 	case s.DecodedTo >= ev.KeywordSound && t.hasInterruptWord(s.Words, ev.KeywordConfidence):
 		return "barge-in: an interrupt word"
-	case t.hasInterruptWord(s.Words, 0) && t.hasInterruptWord(b.prev, 0) &&
-		(t.hasInterruptWord(s.Words, ev.RepeatConfidence) || t.hasInterruptWord(b.prev, ev.RepeatConfidence)):
+	case t.repeatedInterrupt(s.Words, b.prev):
 		return "barge-in: interrupt words in two decodes"
 	case t.endsInInterrupt(s.Words, b.prev, b.prev2):
 		return "barge-in: three decodes end in an interrupt word"
@@ -233,12 +232,20 @@ type settledVoice struct {
 }
 
 // hasInterruptWord reports whether words open with an interrupt word or phrase ("stop",
-// "hold on") whose words are each at least minConf confident: an interruption begins
-// with it ("wait, …", "no, I meant …"), or follows a confident backchannel ("yeah, but
-// wait"). An interrupt word after other words is more likely a decode's guess at a hum
-// or a mumble; a phrase, two words agreeing, may follow one word the decode doubts
-// (below DoubtConfidence: its guess at a breath or the start of the phrase).
+// "hold on") whose words are each at least minConf confident (openingInterrupt).
 func (t *Turns) hasInterruptWord(words []ScoredWord, minConf float32) bool {
+	first, conf := t.openingInterrupt(words)
+	return first != "" && conf >= minConf
+}
+
+// openingInterrupt returns the first word of the interrupt word or phrase that words
+// open with ("" if none) and the least confidence among its words: an interruption
+// begins with it ("wait, …", "no, I meant …"), or follows a confident backchannel
+// ("yeah, but wait"). An interrupt word after other words is more likely a decode's
+// guess at a hum or a mumble; a phrase, two words agreeing, may follow one word the
+// decode doubts (below DoubtConfidence: its guess at a breath or the start of the
+// phrase).
+func (t *Turns) openingInterrupt(words []ScoredWord) (first string, conf float32) {
 	ev := t.cfg.BargeIn.Evidence
 	doubted := false
 	for i, w := range words {
@@ -247,17 +254,27 @@ func (t *Turns) hasInterruptWord(words []ScoredWord, minConf float32) bool {
 			for _, pw := range words[i+1 : i+n] {
 				conf = min(conf, pw.Confidence)
 			}
-			return conf >= minConf
+			return normalizeWord(w.Text), conf
 		}
 		switch {
 		case t.backWords[normalizeWord(w.Text)] && w.Confidence >= ev.BackchannelConfidence:
 		case w.Confidence < ev.DoubtConfidence && !doubted:
 			doubted = true
 		default:
-			return false
+			return "", 0
 		}
 	}
-	return false
+	return "", 0
+}
+
+// repeatedInterrupt reports whether two decodes in a row open with the same interrupt
+// word (or phrases that begin alike: "hold", then "hold on"), one of them giving it at
+// least RepeatConfidence. Two different ones are guesses at the start of a word: flite
+// awb's "right" decoded "how(1.00)", then "stop(1.00)", on the real clock.
+func (t *Turns) repeatedInterrupt(cur, prev []ScoredWord) bool {
+	first, conf := t.openingInterrupt(cur)
+	firstBefore, confBefore := t.openingInterrupt(prev)
+	return first != "" && first == firstBefore && max(conf, confBefore) >= t.cfg.BargeIn.Evidence.RepeatConfidence
 }
 
 // endsInInterrupt reports whether three decodes in a row end in the same interrupt word
@@ -500,7 +517,10 @@ type piece struct {
 }
 
 // heardWords sorts a transcript's words: real, the different real words, sure, those of
-// them at least once confident, and backs, its backchannel words.
+// them of more than one letter at least once confident, and backs, its backchannel
+// words. A one-letter word is no sure sign of speech however confident: it is what a
+// recogniser makes of a hum's open vowel (flite rms's "hmm" as "a(0.86) champ(0.62)" in
+// one of four replays on the real clock, "they(0.19) chairman(0.38)" in the others).
 type heardWords struct {
 	real, sure map[string]bool
 	backs      []string
@@ -518,7 +538,7 @@ func (t *Turns) transcriptWords(us ...*Utterance) heardWords {
 				h.backs = append(h.backs, nw)
 			case lexical(nw):
 				h.real[nw] = true
-				if w.Confidence >= ev.TurnWordConfidence {
+				if w.Confidence >= ev.TurnWordConfidence && len([]rune(nw)) > 1 {
 					h.sure[nw] = true
 				}
 			}
@@ -528,14 +548,14 @@ func (t *Turns) transcriptWords(us ...*Utterance) heardWords {
 }
 
 // transcriptIsSpeech reports whether the transcript of a voice that did not interrupt is
-// speech, a turn of its own: two different confident real words, or, in a voice longer
-// than any backchannel, two different real words however unsure. The latter is speech
-// the recogniser heard badly (through the residue of the agent's voice or an echo
+// speech, a turn of its own: two different sure real words (heardWords), or, in a voice
+// longer than any backchannel, two different real words however unsure. The latter is
+// speech the recogniser heard badly (through the residue of the agent's voice or an echo
 // canceller's cuts: "go forward ten meters" as "for over ten meters by", every word
-// doubted), not a hum, whose transcripts are letters ("n m h m m") or one word
-// repeated. Through an echo canceller's linear output a long hum's transcript can be
-// words too ("can the major them for"), and it becomes a turn: a floor on the words'
-// confidence lost real speech instead (docs/MEASUREMENTS.md).
+// doubted), not a hum, whose transcripts are letters ("n m h m m") or one word repeated.
+// Through an echo canceller's linear output a long hum's transcript can be words too
+// ("can the major them for"), and it becomes a turn: a floor on the words' confidence
+// lost real speech instead (docs/MEASUREMENTS.md).
 func (t *Turns) transcriptIsSpeech(h heardWords, length time.Duration) bool {
 	long := t.cfg.BargeIn.MaxBackchannel > 0 && length >= t.cfg.BargeIn.MaxBackchannel
 	return len(h.sure) >= 2 || long && len(h.real) >= 2
