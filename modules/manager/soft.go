@@ -250,11 +250,11 @@ func (t *Turns) openingInterrupt(words []ScoredWord) (first string, conf float32
 	doubted := false
 	for i, w := range words {
 		if n := t.interruptAt(words[i:]); n > 1 || n == 1 && !doubted {
-			conf := w.Confidence
+			least := w.Confidence
 			for _, pw := range words[i+1 : i+n] {
-				conf = min(conf, pw.Confidence)
+				least = min(least, pw.Confidence)
 			}
-			return normalizeWord(w.Text), conf
+			return normalizeWord(w.Text), least
 		}
 		switch {
 		case t.backWords[normalizeWord(w.Text)] && w.Confidence >= ev.BackchannelConfidence:
