@@ -53,12 +53,28 @@ func envOr(name, fallback string) string {
 	return fallback
 }
 
-// findShared looks for ../shared beside the checkout that holds the working directory.
+// findShared looks for ../shared beside the checkout that holds the working directory,
+// else beside the checkout that holds the running binary (scripts/bin/agent builds it
+// into the checkout's .build/, and the installed parley command runs it from anywhere).
 func findShared() string {
-	dir, err := os.Getwd()
+	if dir, err := os.Getwd(); err == nil {
+		if shared := sharedBesideCheckout(dir); shared != "" {
+			return shared
+		}
+	}
+	exe, err := os.Executable()
 	if err != nil {
 		return ""
 	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return ""
+	}
+	return sharedBesideCheckout(filepath.Dir(exe))
+}
+
+// sharedBesideCheckout walks up from dir to the checkout holding it (the folder with
+// go.mod) and returns its ../shared when that is a folder, else "".
+func sharedBesideCheckout(dir string) string {
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 			cand := filepath.Join(dir, "..", "shared")
