@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 )
 
 // ErrWAVTooLarge is returned when audio would not fit the 4 GiB size fields of a RIFF
@@ -383,35 +382,11 @@ func EncodeWAV(w io.Writer, f Frame, bits int) error {
 // WriteWAVFile writes f to path as a WAV file, atomically: it writes a temporary file
 // in the same directory and renames it over path only once it is complete and synced,
 // so that readers never see half a file and a failed write leaves the old one intact.
-func WriteWAVFile(path string, f Frame, bits int) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("audio: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+func WriteWAVFile(path string, f Frame, bits int) error {
+	return writeFileAtomically(path, func(fh *os.File) error {
+		if err := EncodeWAV(fh, f, bits); err != nil {
+			return fmt.Errorf("audio: %s: %w", path, err)
 		}
-	}()
-	if err := EncodeWAV(tmp, f, bits); err != nil {
-		return fmt.Errorf("audio: %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("audio: %w", err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("audio: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("audio: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("audio: %w", err)
-	}
-	return nil
+		return nil
+	})
 }

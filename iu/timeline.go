@@ -94,9 +94,22 @@ func (t *Timeline) Close() error {
 	return <-t.done
 }
 
-// ReadTimeline parses a timeline written by Timeline, for inspection and plotting.
+// ReadTimeline parses a timeline written by Timeline, for inspection and plotting. It
+// holds every line in memory: a long session's timeline is better read with
+// ScanTimeline.
 func ReadTimeline(r io.Reader) ([]TimelineEntry, error) {
 	var out []TimelineEntry
+	err := ScanTimeline(r, func(e TimelineEntry) error {
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// ScanTimeline parses a timeline written by Timeline line by line and hands each entry
+// to fn, so that a timeline of any length is read in constant memory. It stops at the
+// first line that does not parse, or the first error fn returns, and returns it.
+func ScanTimeline(r io.Reader, fn func(TimelineEntry) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	line := 0
@@ -107,12 +120,14 @@ func ReadTimeline(r io.Reader) ([]TimelineEntry, error) {
 		}
 		var e TimelineEntry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return out, fmt.Errorf("timeline line %d: %w", line, err)
+			return fmt.Errorf("timeline line %d: %w", line, err)
 		}
-		out = append(out, e)
+		if err := fn(e); err != nil {
+			return err
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("timeline line %d: %w", line+1, err)
+		return fmt.Errorf("timeline line %d: %w", line+1, err)
 	}
-	return out, nil
+	return nil
 }

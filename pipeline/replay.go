@@ -233,21 +233,9 @@ func openReplayInput(path string, cfg source.Config) (*source.Source, *room.Conf
 // writeReplayFiles writes the listener's mix, the transcript, the metrics and the plot.
 func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
 	dir := res.OutDir
-	user, err := audio.DecodeWAVFile(userWAV)
-	if err != nil {
-		return fmt.Errorf("user audio: %w", err)
-	}
-	agentAudio, err := audio.DecodeWAVFile(agentWAV)
-	if err != nil {
-		return fmt.Errorf("agent audio: %w", err)
-	}
-	mixed, err := audio.MixFrames(user, agentAudio)
-	if err != nil {
-		return err
-	}
-	audio.LimitPeak(mixed.Samples, 0.99)
-	if err := audio.WriteWAVFile(filepath.Join(dir, "heard.wav"), mixed, 16); err != nil {
-		return err
+	// Mixed from the files, block by block: a long session's audio never sits in memory.
+	if err := audio.MixWAVFiles(filepath.Join(dir, "heard.wav"), 16, 0.99, userWAV, agentWAV); err != nil {
+		return fmt.Errorf("heard audio: %w", err)
 	}
 
 	var tb strings.Builder
@@ -288,13 +276,10 @@ func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
 		return err
 	}
 	defer tf.Close()
-	entries, err := iu.ReadTimeline(tf)
-	if err != nil {
-		return err
-	}
-	// Drawn in memory first: a plot that fails leaves no empty file.
+	// Drawn as the timeline is read, in memory first: a plot that fails leaves no empty
+	// file.
 	var svg bytes.Buffer
-	if err := plot.SVG(&svg, entries, plot.Options{}); err != nil {
+	if _, err := plot.SVGFrom(&svg, tf, plot.Options{}); err != nil {
 		return fmt.Errorf("timeline plot: %w", err)
 	}
 	return os.WriteFile(filepath.Join(dir, "timeline.svg"), svg.Bytes(), 0o644)

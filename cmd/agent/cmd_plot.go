@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/parley-voice/parley/internal/regularfile"
-	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/iu/plot"
 )
 
@@ -38,23 +37,21 @@ func runPlot(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer f.Close()
-	entries, err := iu.ReadTimeline(f)
-	if err != nil {
-		return fmt.Errorf("%s: %w", rest[0], err)
-	}
 	path := *out
 	if path == "" {
 		path = trimExt(rest[0]) + ".svg"
 	}
-	// Drawn in memory first: a plot that fails leaves no (empty) file behind.
+	// Drawn as the timeline is read (a long session's timeline is never held whole), in
+	// memory first: a plot that fails leaves no (empty) file behind.
 	var svg bytes.Buffer
-	if err := plot.SVG(&svg, entries, plot.Options{Width: *width, From: *from, To: *to}); err != nil {
+	updates, err := plot.SVGFrom(&svg, f, plot.Options{Width: *width, From: *from, To: *to})
+	if err != nil {
 		return fmt.Errorf("%s: %w", rest[0], err)
 	}
 	if err := writeFileAtomic(path, svg.Bytes()); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "wrote %s (%d updates)\n", path, len(entries))
+	fmt.Fprintf(a.stdout, "wrote %s (%d updates)\n", path, updates)
 	return nil
 }
 

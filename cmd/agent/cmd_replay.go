@@ -63,7 +63,11 @@ func runReplay(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "\nreplayed %s in %v (wall clock)\n", rest[0], res.Wall.Round(time.Millisecond))
+	fmt.Fprintf(a.stdout, "\nreplayed %s in %v (wall clock", rest[0], res.Wall.Round(time.Millisecond))
+	if peak := peakMemory(); peak > 0 {
+		fmt.Fprintf(a.stdout, "; peak memory %d MiB", peak>>20)
+	}
+	fmt.Fprintln(a.stdout, ")")
 	metrics.WriteTable(a.stdout, "latencies ("+*clockName+" clock)", metrics.Summarize(res.Metrics))
 	if res.Speculation.Prepared > 0 {
 		fmt.Fprintf(a.stdout, "prepared replies: %s\n", res.Speculation)

@@ -8,6 +8,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -37,34 +38,131 @@ type span struct {
 	lane       int
 }
 
-// SVG writes the timeline entries as an SVG document.
-func SVG(w io.Writer, entries []iu.TimelineEntry, opt Options) error {
+// Drawing is a plot being built from a timeline's entries, one at a time: it keeps one
+// span per IU and merges the updates of dense kinds as they come, so what it holds
+// grows with the IUs it draws, not with the number of updates (a session's audio
+// frames) or the length of the session.
+type Drawing struct {
+	opt   Options
+	dense map[string]bool
+	rows  map[string][]span
+	order []string      // modules in order of first appearance
+	open  map[iu.ID]int // IU → index of its span in rows[module]
+	// denseOpen is, per module and dense kind, the span that its next update may extend.
+	denseOpen  map[string]int
+	tMin, tMax float64
+	updates    int
+}
+
+// NewDrawing starts an empty plot.
+func NewDrawing(opt Options) *Drawing {
 	if opt.Width <= 0 {
 		opt.Width = 1400
 	}
 	if opt.Dense == nil {
 		opt.Dense = []string{"audio", "progress", "played"}
 	}
-	dense := map[string]bool{}
+	d := &Drawing{opt: opt, dense: map[string]bool{}, rows: map[string][]span{}, open: map[iu.ID]int{},
+		denseOpen: map[string]int{}, tMin: math.Inf(1), tMax: math.Inf(-1)}
 	for _, k := range opt.Dense {
-		dense[k] = true
+		d.dense[k] = true
 	}
-	if len(entries) == 0 {
+	return d
+}
+
+// SVG writes the timeline entries as an SVG document.
+func SVG(w io.Writer, entries []iu.TimelineEntry, opt Options) error {
+	d := NewDrawing(opt)
+	for _, e := range entries {
+		d.Add(e)
+	}
+	return d.WriteSVG(w)
+}
+
+// SVGFrom draws the timeline r holds (JSON lines, as iu.Timeline writes them) as it
+// reads it, and returns how many updates it read. It never holds the whole timeline.
+func SVGFrom(w io.Writer, r io.Reader, opt Options) (int, error) {
+	d := NewDrawing(opt)
+	err := iu.ScanTimeline(r, func(e iu.TimelineEntry) error {
+		d.Add(e)
+		return nil
+	})
+	if err != nil {
+		return d.updates, err
+	}
+	return d.updates, d.WriteSVG(w)
+}
+
+// Updates returns how many updates the drawing was given.
+func (d *Drawing) Updates() int { return d.updates }
+
+// densePause is how long a dense kind may fall silent and still be drawn as one span.
+const densePause = 0.25
+
+// Add draws one update; updates must come in the order the timeline holds them.
+func (d *Drawing) Add(e iu.TimelineEntry) {
+	d.updates++
+	d.tMin = math.Min(d.tMin, e.T)
+	d.tMax = math.Max(d.tMax, e.T)
+	if _, ok := d.rows[e.Module]; !ok {
+		d.rows[e.Module] = nil
+		d.order = append(d.order, e.Module)
+	}
+	spans := d.rows[e.Module]
+	if d.dense[e.Kind] {
+		key := e.Module + "\x00" + e.Kind
+		if i, ok := d.denseOpen[key]; ok && e.T-spans[i].end <= densePause {
+			spans[i].end = math.Max(spans[i].end, e.T)
+			return
+		}
+		d.rows[e.Module] = append(spans, span{start: e.T, end: e.T, kind: e.Kind, label: e.Kind, state: iu.Committed})
+		d.denseOpen[key] = len(spans)
+		return
+	}
+	switch e.Type {
+	case iu.Add:
+		// An IU that is still open at the end is drawn to the end (WriteSVG).
+		d.rows[e.Module] = append(spans, span{start: e.T, label: e.Payload, kind: e.Kind, state: iu.Open})
+		d.open[e.IU] = len(spans)
+	case iu.UpdatePayload:
+		if i, ok := d.open[e.IU]; ok {
+			spans[i].label = e.Payload
+		}
+	case iu.Commit, iu.Revoke:
+		if i, ok := d.open[e.IU]; ok {
+			s := &spans[i]
+			if e.T > s.start {
+				s.end = e.T
+			} else if e.Type == iu.Commit {
+				// ADD and COMMIT together: the IU is final at once; draw it until the
+				// module's next IU replaces it (WriteSVG) or as a thin mark.
+				s.end = s.start
+			}
+			s.state = iu.Committed
+			if e.Type == iu.Revoke {
+				s.state = iu.Revoked
+				s.end = math.Max(e.T, s.start)
+			}
+			delete(d.open, e.IU)
+		}
+	}
+}
+
+// WriteSVG writes the plot of everything added so far as an SVG document.
+func (d *Drawing) WriteSVG(w io.Writer) error {
+	opt := d.opt
+	if d.updates == 0 {
 		return fmt.Errorf("plot: the timeline is empty")
 	}
-	tMin, tMax := math.Inf(1), math.Inf(-1)
-	for _, e := range entries {
-		tMin = math.Min(tMin, e.T)
-		tMax = math.Max(tMax, e.T)
-	}
+	tMin, tMax := d.tMin, d.tMax
 	if opt.From != 0 || opt.To != 0 {
 		tMin, tMax = opt.From, opt.To
 	}
 	if tMax <= tMin {
 		tMax = tMin + 1
 	}
-
-	rows, order := buildSpans(entries, dense, tMax)
+	dense := d.dense
+	rows, order := d.finishSpans(tMax), d.order
 	const (
 		left     = 130
 		laneH    = 16
@@ -134,62 +232,23 @@ func SVG(w io.Writer, entries []iu.TimelineEntry, opt Options) error {
 	return err
 }
 
-// buildSpans turns updates into spans per module, in first-appearance order of modules.
-func buildSpans(entries []iu.TimelineEntry, dense map[string]bool, tEnd float64) (map[string][]span, []string) {
-	rows := map[string][]span{}
-	var order []string
-	open := map[iu.ID]int{} // IU → index of its span in rows[module]
-	// Dense kinds: one span per module and kind, extended while updates keep coming.
-	denseOpen := map[string]int{}
-	const denseGap = 0.25
-	for _, e := range entries {
-		if _, ok := rows[e.Module]; !ok {
-			rows[e.Module] = nil
-			order = append(order, e.Module)
-		}
-		if dense[e.Kind] {
-			key := e.Module + "\x00" + e.Kind
-			if i, ok := denseOpen[key]; ok && e.T-rows[e.Module][i].end <= denseGap {
-				rows[e.Module][i].end = math.Max(rows[e.Module][i].end, e.T)
-				continue
-			}
-			rows[e.Module] = append(rows[e.Module], span{start: e.T, end: e.T, kind: e.Kind, label: e.Kind, state: iu.Committed})
-			denseOpen[key] = len(rows[e.Module]) - 1
-			continue
-		}
-		switch e.Type {
-		case iu.Add:
-			rows[e.Module] = append(rows[e.Module], span{start: e.T, end: tEnd, label: e.Payload, kind: e.Kind, state: iu.Open})
-			open[e.IU] = len(rows[e.Module]) - 1
-		case iu.UpdatePayload:
-			if i, ok := open[e.IU]; ok {
-				rows[e.Module][i].label = e.Payload
-			}
-		case iu.Commit, iu.Revoke:
-			if i, ok := open[e.IU]; ok {
-				s := &rows[e.Module][i]
-				if e.T > s.start {
-					s.end = e.T
-				} else if e.Type == iu.Commit {
-					// ADD and COMMIT together: the IU is final at once; draw it until the
-					// module's next IU replaces it (set below) or as a thin mark.
-					s.end = s.start
-				}
-				s.state = iu.Committed
-				if e.Type == iu.Revoke {
-					s.state = iu.Revoked
-					s.end = math.Max(e.T, s.start)
-				}
-				delete(open, e.IU)
+// finishSpans returns the drawing's spans per module ready to draw: IUs still open end
+// at tEnd, IUs final the moment they were added reach to their module's next one, and
+// overlapping spans are stacked in lanes.
+func (d *Drawing) finishSpans(tEnd float64) map[string][]span {
+	rows := make(map[string][]span, len(d.rows))
+	for m, drawn := range d.rows {
+		spans := slices.Clone(drawn)
+		for i := range spans {
+			if spans[i].state == iu.Open && !d.dense[spans[i].kind] {
+				spans[i].end = tEnd
 			}
 		}
-	}
-	for m, spans := range rows {
 		// IUs that became final the moment they were added (clauses, chunks, utterances)
 		// are drawn until the module's next IU of the same kind starts, which reads like
 		// retico's plots.
 		for i := range spans {
-			if spans[i].end == spans[i].start && !dense[spans[i].kind] {
+			if spans[i].end == spans[i].start && !d.dense[spans[i].kind] {
 				for j := i + 1; j < len(spans); j++ {
 					if spans[j].kind == spans[i].kind {
 						spans[i].end = math.Min(spans[j].start, spans[i].start+2)
@@ -202,7 +261,7 @@ func buildSpans(entries []iu.TimelineEntry, dense map[string]bool, tEnd float64)
 		assignLanes(spans)
 		rows[m] = spans
 	}
-	return rows, order
+	return rows
 }
 
 // assignLanes stacks overlapping spans into lanes (at most 4; more overlap shares).

@@ -2,7 +2,9 @@ package plot
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -128,5 +130,88 @@ func TestSVGLegendAndLabelsFit(t *testing.T) {
 	}
 	if !named {
 		t.Error("no row name with the long module name as its title")
+	}
+}
+
+// TestSVGFromMatchesSVG: drawing a timeline while reading its JSON lines gives the same
+// picture as drawing it from the entries in memory, and a line that does not parse is
+// an error naming it.
+func TestSVGFromMatchesSVG(t *testing.T) {
+	entries := []iu.TimelineEntry{
+		{T: 0.00, Module: "mic", IU: "mic/1", Type: iu.Add, Kind: "audio", Payload: "a"},
+		{T: 0.02, Module: "mic", IU: "mic/1", Type: iu.Commit, Kind: "audio", Payload: "a"},
+		{T: 0.50, Module: "asr", IU: "asr/1", Type: iu.Add, Kind: "word", Payload: "hello"},
+		{T: 0.60, Module: "asr", IU: "asr/1", Type: iu.UpdatePayload, Kind: "word", Payload: "hello!"},
+		{T: 0.70, Module: "asr", IU: "asr/2", Type: iu.Add, Kind: "word", Payload: "open"},
+		{T: 0.90, Module: "asr", IU: "asr/1", Type: iu.Commit, Kind: "word", Payload: "hello!"},
+		{T: 1.60, Module: "llm", IU: "llm/1", Type: iu.Add, Kind: "clause", Payload: "Hi"},
+		{T: 1.60, Module: "llm", IU: "llm/1", Type: iu.Commit, Kind: "clause", Payload: "Hi"},
+		{T: 2.00, Module: "llm", IU: "llm/2", Type: iu.Add, Kind: "clause", Payload: "there"},
+	}
+	var lines bytes.Buffer
+	enc := json.NewEncoder(&lines)
+	for _, e := range entries {
+		if err := enc.Encode(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, opt := range []Options{{}, {Width: 500, From: 0.4, To: 1.8}} {
+		var want, got bytes.Buffer
+		if err := SVG(&want, entries, opt); err != nil {
+			t.Fatal(err)
+		}
+		n, err := SVGFrom(&got, bytes.NewReader(lines.Bytes()), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != len(entries) {
+			t.Errorf("SVGFrom read %d updates, want %d", n, len(entries))
+		}
+		if got.String() != want.String() {
+			t.Errorf("options %+v: SVGFrom drew\n%s\nSVG drew\n%s", opt, got.String(), want.String())
+		}
+	}
+	bad := append(bytes.Clone(lines.Bytes()), "{not json\n"...)
+	if _, err := SVGFrom(&bytes.Buffer{}, bytes.NewReader(bad), Options{}); err == nil || !strings.Contains(err.Error(), "line 10") {
+		t.Errorf("a broken line 10 gave %v", err)
+	}
+	if _, err := SVGFrom(&bytes.Buffer{}, strings.NewReader(""), Options{}); err == nil {
+		t.Error("want an error for an empty timeline")
+	}
+}
+
+// TestDrawingHoldsIUsNotUpdates: an hour of audio frames and progress reports, with a
+// pause in the middle, is drawn as a few merged spans, so that a drawing of a long
+// session holds what happened in it rather than one record per update.
+func TestDrawingHoldsIUsNotUpdates(t *testing.T) {
+	d := NewDrawing(Options{})
+	const frames = 180_000 // an hour of 20 ms frames
+	for i := range frames {
+		at := float64(i) * 0.02
+		if i >= frames/2 {
+			at += 10 // the microphone stopped for 10 s
+		}
+		id := iu.ID(fmt.Sprintf("mic/%d", i+1))
+		d.Add(iu.TimelineEntry{T: at, Module: "mic", IU: id, Type: iu.Add, Kind: "audio", Payload: "a"})
+		d.Add(iu.TimelineEntry{T: at, Module: "mic", IU: id, Type: iu.Commit, Kind: "audio", Payload: "a"})
+		if i%10 == 0 {
+			d.Add(iu.TimelineEntry{T: at, Module: "speaker", IU: iu.ID(fmt.Sprintf("speaker/%d", i+1)), Type: iu.Add, Kind: "progress", Payload: "p"})
+		}
+	}
+	d.Add(iu.TimelineEntry{T: 3700, Module: "asr", IU: "asr/1", Type: iu.Add, Kind: "word", Payload: "late"})
+	if got := len(d.rows["mic"]); got != 2 {
+		t.Errorf("the microphone's frames are %d spans, want 2 (before and after the pause)", got)
+	}
+	if got := len(d.rows["speaker"]); got != 2 {
+		t.Errorf("the progress reports are %d spans, want 2", got)
+	}
+	if len(d.open) != 1 {
+		t.Errorf("%d IUs kept as open, want 1 (the word)", len(d.open))
+	}
+	if d.Updates() != 2*frames+frames/10+1 {
+		t.Errorf("Updates() = %d", d.Updates())
+	}
+	if err := d.WriteSVG(&bytes.Buffer{}); err != nil {
+		t.Fatal(err)
 	}
 }
