@@ -104,7 +104,8 @@ func (a AudioConfig) EchoCancelMode() aec.Mode {
 type LLMConfig struct {
 	// Engine is "llama" (llama.cpp in this process) or "http" (an OpenAI-compatible server).
 	Engine string `yaml:"engine"`
-	// Model is the GGUF file for the llama engine.
+	// Model is the llama engine's GGUF model: a file, or a name from 'agent models list'
+	// (qwen2.5-0.5b-instruct).
 	Model string `yaml:"model"`
 	// URL, ServerModel, Mode and APIKeyEnv configure the http engine.
 	URL         string `yaml:"url"`
@@ -244,7 +245,8 @@ var ErrInvalidConfig = errors.New("invalid configuration")
 
 // Load reads a YAML configuration on top of base. Unknown keys are errors (with their
 // line); ${VAR} and $VAR in paths are expanded, and relative paths are taken from the
-// file's directory.
+// file's directory. A model given by its name in the catalog (modelstore, 'agent models
+// list') is the shared test assets' copy when they hold one, else the models folder's.
 func Load(path string, base Config) (Config, error) {
 	data, err := regularfile.ReadFile(path)
 	if err != nil {
@@ -274,9 +276,16 @@ func Parse(data []byte, dir string, base Config) (Config, error) {
 		}
 		*p = v
 	}
-	fix(&cfg.VAD.Model)
-	fix(&cfg.ASR.Whisper.Model)
-	fix(&cfg.LLM.Model)
+	fixModel := func(p *string) {
+		if m, ok := catalogModel(*p); ok {
+			*p = userdirs.FromEnv().ModelFile(m.File)
+			return
+		}
+		fix(p)
+	}
+	fixModel(&cfg.VAD.Model)
+	fixModel(&cfg.ASR.Whisper.Model)
+	fixModel(&cfg.LLM.Model)
 	fix(&cfg.Session.Dir)
 	fix(&cfg.Logging.File)
 	if strings.ContainsAny(cfg.Dialogue.PromptFormat, "/\\") || strings.HasSuffix(cfg.Dialogue.PromptFormat, ".json") {
@@ -289,6 +298,16 @@ func Parse(data []byte, dir string, base Config) (Config, error) {
 		return Config{}, err
 	}
 	return WithPipeline(cfg, cfg.Pipeline), nil
+}
+
+// catalogModel returns the downloadable model that name names: a bare name from the
+// catalog, not a path.
+func catalogModel(name string) (modelstore.Model, bool) {
+	if name == "" || strings.ContainsAny(name, "/\\$~") {
+		return modelstore.Model{}, false
+	}
+	m, err := modelstore.Builtin().Find(name)
+	return m, err == nil
 }
 
 // expandPath expands environment variables and ~, and makes relative paths relative to dir.
