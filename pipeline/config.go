@@ -125,13 +125,18 @@ type LLMConfig struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxTokens limits each reply.
 	MaxTokens int `yaml:"max_tokens"`
-	// Sampling; temperature 0 is greedy.
-	Temperature   float32 `yaml:"temperature"`
-	TopK          int     `yaml:"top_k"`
-	TopP          float32 `yaml:"top_p"`
-	MinP          float32 `yaml:"min_p"`
+	// Temperature scales the logits before sampling; 0 is greedy (always the most likely token).
+	Temperature float32 `yaml:"temperature"`
+	// TopK samples among the K most likely tokens (0: off).
+	TopK int `yaml:"top_k"`
+	// TopP samples among the most likely tokens whose probabilities add up to P (0 or 1: off).
+	TopP float32 `yaml:"top_p"`
+	// MinP drops tokens less likely than P times the most likely one (0: off).
+	MinP float32 `yaml:"min_p"`
+	// RepeatPenalty above 1 discourages recently generated tokens (0 or 1: off).
 	RepeatPenalty float32 `yaml:"repeat_penalty"`
-	Seed          uint32  `yaml:"seed"`
+	// Seed makes sampled (non-greedy) replies repeatable.
+	Seed uint32 `yaml:"seed"`
 	// ClauseMaxWords cuts a clause that runs this many words without punctuation, so
 	// that speech can start (0: no limit; the benchmarks' random-weight models never
 	// write punctuation).
@@ -153,6 +158,7 @@ type DialogueConfig struct {
 	// PromptFormat is a built-in format name (chatml, llama2, llama3, mistral, gemma,
 	// plain, ...) or a JSON file.
 	PromptFormat string `yaml:"prompt_format"`
+	// SystemPrompt tells the LLM who it is and how to answer.
 	SystemPrompt string `yaml:"system_prompt"`
 	// UserRole and AgentRole, when set, replace the format's role names.
 	UserRole  string `yaml:"user_role"`

@@ -81,8 +81,17 @@ func TestDemoInPlainClone(t *testing.T) {
 
 	out := run(2*time.Minute, "models", "pull", "--demo", "--mirror", srv.URL)
 	for _, m := range modelstore.Builtin().Demos() {
-		if !strings.Contains(out, m.Name+": ok (sha256 verified) "+filepath.Join(home, ".local/share/parley/models", m.File)) {
+		if !strings.Contains(out, m.Name+": ok (sha256 verified) "+filepath.Join(home, ".local/share/parley/models", m.File)) || !strings.Contains(out, "from "+srv.URL+"/") {
 			t.Errorf("%s was not pulled into the models folder:\n%s", m.Name, out)
+		}
+	}
+
+	// The demo's models are the models folder's: the clone has no shared test assets.
+	models := filepath.Join(home, ".local/share/parley/models")
+	out = run(time.Minute, "config", "--config", "configs/demo.yaml")
+	for _, want := range []string{"  model: " + filepath.Join(models, "stories260K.gguf") + " #", "  model: " + filepath.Join(models, "ggml-silero-v6.2.0.bin") + "\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the demo's config does not use the pulled model (%q):\n%s", want, out)
 		}
 	}
 
