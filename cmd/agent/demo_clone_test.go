@@ -79,6 +79,13 @@ func TestDemoInPlainClone(t *testing.T) {
 		return p.stdout.String()
 	}
 
+	// Before the pull, the main job says how to get its models.
+	mainJob := readmeMainCommand(t, filepath.Join(clone, "README.md"))
+	early := startAgentIn(t, clone, env, nil, mainJob...)
+	if code := early.wait(t, 2*time.Minute); code != 1 || !strings.Contains(early.stderrText(), "fix: agent models pull --demo") {
+		t.Errorf("the main job without its models: exit %d, want 1 and the advice to pull them:\n%s", code, early.stderrText())
+	}
+
 	out := run(2*time.Minute, "models", "pull", "--demo", "--mirror", srv.URL)
 	for _, m := range modelstore.Builtin().Demos() {
 		if !strings.Contains(out, m.Name+": ok (sha256 verified) "+filepath.Join(home, ".local/share/parley/models", m.File)) || !strings.Contains(out, "from "+srv.URL+"/") {
@@ -95,7 +102,7 @@ func TestDemoInPlainClone(t *testing.T) {
 		}
 	}
 
-	out = run(5*time.Minute, readmeMainCommand(t, filepath.Join(clone, "README.md"))...)
+	out = run(5*time.Minute, mainJob...)
 	if !strings.Contains(out, "3 of the scenario's recordings are not here") {
 		t.Errorf("the replay did not say it spoke the absent recordings:\n%s", out)
 	}
