@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/internal/testenv"
 )
 
 // noSharedAssets makes the shared test assets unfindable: PARLEY_SHARED unset and a
@@ -75,5 +76,50 @@ func TestLoadScenarioAbsentRecording(t *testing.T) {
 	_, err = NewScenario("s", sc, Config{})
 	if err == nil || !strings.Contains(err.Error(), "go forward") || !strings.Contains(err.Error(), "gone.wav") {
 		t.Errorf("a source of a scenario with an absent recording: %v, want an error naming it and its words", err)
+	}
+}
+
+// TestShippedScenariosSayTheirTranscripts: what a shipped scenario says a shared
+// recording says is that recording's transcript (shared/audio/transcripts.tsv), so that
+// a clone without the recordings replays the same words.
+func TestShippedScenariosSayTheirTranscripts(t *testing.T) {
+	tsv, err := os.ReadFile(testenv.SharedFile(t, "audio/transcripts.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	transcripts := map[string]string{}
+	for _, line := range strings.Split(string(tsv), "\n") {
+		if f := strings.Split(line, "\t"); len(f) >= 2 {
+			transcripts[f[0]] = strings.ToLower(strings.TrimSpace(f[1]))
+		}
+	}
+	t.Setenv("PARLEY_SHARED", testenv.SharedDir(t))
+	scenarios, err := filepath.Glob(filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := 0
+	for _, path := range scenarios {
+		sc, err := LoadScenario(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range sc.Recordings {
+			if r.Says == "" {
+				continue
+			}
+			said++
+			want, ok := transcripts[filepath.Base(r.File)]
+			if !ok {
+				t.Errorf("%s line %d: %s has no transcript", filepath.Base(path), r.Line, r.File)
+				continue
+			}
+			if r.Says != want {
+				t.Errorf("%s line %d: says %q, the transcript of %s is %q", filepath.Base(path), r.Line, r.Says, filepath.Base(r.File), want)
+			}
+		}
+	}
+	if said == 0 {
+		t.Error("no shipped scenario says what its recordings say")
 	}
 }
