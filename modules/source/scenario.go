@@ -68,9 +68,9 @@ const maxTimelinePosition = 24 * time.Hour
 // PARLEY_SHARED environment variable, else ../shared beside the project) and any other
 // environment variable that is set; relative paths are taken from the scenario's folder.
 //
-// A recording that says what it says (says:) may be absent: where its file is not (no
+// A recording that gives its words (says:) may be absent: where its file is not (no
 // shared test assets in a plain clone), its File is empty and whoever replays the
-// scenario synthesises its words (pipeline does, with espeak-ng).
+// scenario synthesises the words (pipeline does, with espeak-ng).
 type Scenario struct {
 	// Path is the file the scenario came from ("" when parsed from memory).
 	Path        string
