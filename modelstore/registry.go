@@ -31,6 +31,9 @@ type Model struct {
 	Description string `json:"description,omitempty"`
 	// Default marks the model the agent uses for its kind when nothing else is configured.
 	Default bool `json:"default,omitempty"`
+	// Demo marks the models of the README's demo (configs/demo.yaml), which
+	// 'agent models pull --demo' fetches.
+	Demo bool `json:"demo,omitempty"`
 	// PromptFormat names the prompt-format config an LLM needs (configs/prompts/NAME.json).
 	PromptFormat string `json:"prompt_format,omitempty"`
 }
@@ -71,9 +74,39 @@ func Builtin() Catalog {
 			Name: "silero-vad", Kind: KindVAD, File: "ggml-silero-v6.2.0.bin", Default: true,
 			URL:  "https://huggingface.co/ggml-org/whisper-vad/resolve/main/ggml-silero-v6.2.0.bin",
 			Size: 885098, SHA256: "2aa269b785eeb53a82983a20501ddf7c1d9c48e33ab63a41391ac6c9f7fb6987",
-			License: "MIT", Description: "Silero VAD v6.2.0 in whisper.cpp's ggml format",
+			License: "MIT", Description: "Silero VAD v6.2.0 in whisper.cpp's ggml format", Demo: true,
+		},
+		{
+			// llama.cpp's own tests fetch this file (ggml-org/models, tinyllamas/).
+			Name: "stories260k", Kind: KindLLM, File: "stories260K.gguf",
+			URL:  "https://huggingface.co/ggml-org/models/resolve/main/tinyllamas/stories260K.gguf",
+			Size: 1185408, SHA256: "50379d33a1b70b29d58de4d4a9289d6433283720fc17983a33cfe76518a06435",
+			License: "MIT", Description: "stories260K, a 260K-parameter llama trained on TinyStories: the demo's LLM; it tells children's stories, it does not follow instructions",
+			PromptFormat: "plain", Demo: true,
 		},
 	}
+}
+
+// Defaults returns the default model of every kind.
+func (c Catalog) Defaults() Catalog {
+	var out Catalog
+	for _, m := range c {
+		if m.Default {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Demos returns the models of the README's demo.
+func (c Catalog) Demos() Catalog {
+	var out Catalog
+	for _, m := range c {
+		if m.Demo {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Find returns the model called name.

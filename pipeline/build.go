@@ -137,7 +137,7 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 	case "llama":
 		model, err := llama.LoadModel(cfg.LLM.Model, llama.ModelParams{UseMmap: true})
 		if err != nil {
-			return nil, fmt.Errorf("llm: %w (fix: agent models pull, or set llm.model)", err)
+			return nil, fmt.Errorf("llm: %w (fix: %s, or set llm.model)", err, pullFix(cfg.LLM.Model))
 		}
 		e.closers = append(e.closers, model.Close)
 		plan := cfg.Threads()
@@ -366,6 +366,9 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	vadMod, closeVAD, err := openVAD(NameVAD, vadCfg)
 	if err != nil {
+		if _, statErr := os.Stat(vadCfg.Model); statErr != nil {
+			return fail(fmt.Errorf("vad: %w (fix: %s, or set vad.model)", err, pullFix(vadCfg.Model)))
+		}
 		return fail(fmt.Errorf("vad: %w", err))
 	}
 	a.closers = append(a.closers, closeVAD)

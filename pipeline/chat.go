@@ -53,7 +53,7 @@ func Chat(ctx context.Context, cfg Config, opts ChatOptions) error {
 	}
 	if cfg.LLM.Engine == "llama" {
 		if _, err := os.Stat(cfg.LLM.Model); err != nil {
-			return fmt.Errorf("the LLM model %s cannot be read (fix: run 'agent models pull', or give --config FILE with an llm.model you have): %w", cfg.LLM.Model, err)
+			return fmt.Errorf("the LLM model %s cannot be read (fix: run '%s', or give --config FILE with an llm.model you have): %w", cfg.LLM.Model, pullFix(cfg.LLM.Model), err)
 		}
 	}
 	eng, err := LoadEngines(cfg, log)

@@ -104,7 +104,8 @@ func (a AudioConfig) EchoCancelMode() aec.Mode {
 type LLMConfig struct {
 	// Engine is "llama" (llama.cpp in this process) or "http" (an OpenAI-compatible server).
 	Engine string `yaml:"engine"`
-	// Model is the GGUF file for the llama engine.
+	// Model is the llama engine's GGUF model: a file, or a name from 'agent models list'
+	// (qwen2.5-0.5b-instruct).
 	Model string `yaml:"model"`
 	// URL, ServerModel, Mode and APIKeyEnv configure the http engine.
 	URL         string `yaml:"url"`
@@ -124,13 +125,18 @@ type LLMConfig struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxTokens limits each reply.
 	MaxTokens int `yaml:"max_tokens"`
-	// Sampling; temperature 0 is greedy.
-	Temperature   float32 `yaml:"temperature"`
-	TopK          int     `yaml:"top_k"`
-	TopP          float32 `yaml:"top_p"`
-	MinP          float32 `yaml:"min_p"`
+	// Temperature scales the logits before sampling; 0 is greedy (always the most likely token).
+	Temperature float32 `yaml:"temperature"`
+	// TopK samples among the K most likely tokens (0: off).
+	TopK int `yaml:"top_k"`
+	// TopP samples among the most likely tokens whose probabilities add up to P (0 or 1: off).
+	TopP float32 `yaml:"top_p"`
+	// MinP drops tokens less likely than P times the most likely one (0: off).
+	MinP float32 `yaml:"min_p"`
+	// RepeatPenalty above 1 discourages recently generated tokens (0 or 1: off).
 	RepeatPenalty float32 `yaml:"repeat_penalty"`
-	Seed          uint32  `yaml:"seed"`
+	// Seed makes sampled (non-greedy) replies repeatable.
+	Seed uint32 `yaml:"seed"`
 	// ClauseMaxWords cuts a clause that runs this many words without punctuation, so
 	// that speech can start (0: no limit; the benchmarks' random-weight models never
 	// write punctuation).
@@ -152,6 +158,7 @@ type DialogueConfig struct {
 	// PromptFormat is a built-in format name (chatml, llama2, llama3, mistral, gemma,
 	// plain, ...) or a JSON file.
 	PromptFormat string `yaml:"prompt_format"`
+	// SystemPrompt tells the LLM who it is and how to answer.
 	SystemPrompt string `yaml:"system_prompt"`
 	// UserRole and AgentRole, when set, replace the format's role names.
 	UserRole  string `yaml:"user_role"`
@@ -244,7 +251,8 @@ var ErrInvalidConfig = errors.New("invalid configuration")
 
 // Load reads a YAML configuration on top of base. Unknown keys are errors (with their
 // line); ${VAR} and $VAR in paths are expanded, and relative paths are taken from the
-// file's directory.
+// file's directory. A model given by its name in the catalog (modelstore, 'agent models
+// list') is the shared test assets' copy when they hold one, else the models folder's.
 func Load(path string, base Config) (Config, error) {
 	data, err := regularfile.ReadFile(path)
 	if err != nil {
@@ -274,9 +282,16 @@ func Parse(data []byte, dir string, base Config) (Config, error) {
 		}
 		*p = v
 	}
-	fix(&cfg.VAD.Model)
-	fix(&cfg.ASR.Whisper.Model)
-	fix(&cfg.LLM.Model)
+	fixModel := func(p *string) {
+		if m, ok := catalogModel(*p); ok {
+			*p = userdirs.FromEnv().ModelFile(m.File)
+			return
+		}
+		fix(p)
+	}
+	fixModel(&cfg.VAD.Model)
+	fixModel(&cfg.ASR.Whisper.Model)
+	fixModel(&cfg.LLM.Model)
 	fix(&cfg.Session.Dir)
 	fix(&cfg.Logging.File)
 	if strings.ContainsAny(cfg.Dialogue.PromptFormat, "/\\") || strings.HasSuffix(cfg.Dialogue.PromptFormat, ".json") {
@@ -289,6 +304,31 @@ func Parse(data []byte, dir string, base Config) (Config, error) {
 		return Config{}, err
 	}
 	return WithPipeline(cfg, cfg.Pipeline), nil
+}
+
+// pullFix is the command that fetches the model file at path: the catalog's model of
+// that file name ('agent models pull --demo' for the demo's own), else the defaults.
+func pullFix(path string) string {
+	for _, m := range modelstore.Builtin() {
+		if filepath.Base(path) != m.File {
+			continue
+		}
+		if m.Demo && !m.Default {
+			return "agent models pull --demo"
+		}
+		return "agent models pull " + m.Name
+	}
+	return "agent models pull"
+}
+
+// catalogModel returns the downloadable model that name names: a bare name from the
+// catalog, not a path.
+func catalogModel(name string) (modelstore.Model, bool) {
+	if name == "" || strings.ContainsAny(name, "/\\$~") {
+		return modelstore.Model{}, false
+	}
+	m, err := modelstore.Builtin().Find(name)
+	return m, err == nil
 }
 
 // expandPath expands environment variables and ~, and makes relative paths relative to dir.

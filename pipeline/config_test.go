@@ -176,3 +176,40 @@ func TestSessionPathIsNewForEachRun(t *testing.T) {
 		t.Errorf("a named session: %q, %v", p, err)
 	}
 }
+
+// TestCatalogModelNames: a model named as in 'agent models list' is the shared test
+// assets' copy when they hold one, else the models folder's; anything else is a path.
+func TestCatalogModelNames(t *testing.T) {
+	shared, models := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(shared, "models"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shared, "models", "stories260K.gguf"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PARLEY_MODELS", models)
+	t.Setenv("PARLEY_SHARED", shared)
+	yaml := []byte("llm:\n  model: stories260k\nvad:\n  model: silero-vad\nasr:\n  whisper:\n    model: ./whisper-tiny.en\n")
+	c, err := Parse(yaml, "/etc/parley", testBase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ key, got, want string }{
+		{"llm.model", c.LLM.Model, filepath.Join(shared, "models", "stories260K.gguf")},
+		{"vad.model", c.VAD.Model, filepath.Join(models, "ggml-silero-v6.2.0.bin")},
+		{"asr.whisper.model", c.ASR.Whisper.Model, "/etc/parley/whisper-tiny.en"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.key, tc.got, tc.want)
+		}
+	}
+	// Without shared test assets, every named model is the models folder's.
+	t.Setenv("PARLEY_SHARED", "")
+	t.Chdir(t.TempDir())
+	if c, err = Parse(yaml, "/etc/parley", testBase(t)); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(models, "stories260K.gguf"); c.LLM.Model != want {
+		t.Errorf("llm.model without shared assets: %q, want %q", c.LLM.Model, want)
+	}
+}

@@ -118,7 +118,7 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 		defer v.Close()
 		clk = v
 	}
-	input, echo, err := openReplayInput(opts.Input, source.Config{FrameDuration: cfg.Audio.Frame})
+	input, echo, err := openReplayInput(ctx, opts, source.Config{FrameDuration: cfg.Audio.Frame}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -214,14 +214,28 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	return res, nil
 }
 
-// openReplayInput opens a recording or a scenario (.yaml, .yml), and returns the
-// scenario's echo path when it simulates a laptop.
-func openReplayInput(path string, cfg source.Config) (*source.Source, *room.Config, error) {
+// openReplayInput opens the replay's recording or scenario (.yaml, .yml), and returns
+// the scenario's echo path when it simulates a laptop. A scenario's absent recordings
+// are spoken into OutDir/said (SpeakAbsent), and the console says so.
+func openReplayInput(ctx context.Context, opts ReplayOptions, cfg source.Config, log *zap.Logger) (*source.Source, *room.Config, error) {
+	path := opts.Input
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".yaml", ".yml":
 		sc, err := source.LoadScenario(path)
 		if err != nil {
 			return nil, nil, err
+		}
+		said := filepath.Join(opts.OutDir, "said")
+		spoken, err := SpeakAbsent(ctx, sc, said)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(spoken) > 0 {
+			log.Info("spoke the scenario's absent recordings", zap.Strings("recordings", spoken), zap.String("voice", SaidVoice), zap.String("into", said))
+			if opts.Console != nil {
+				fmt.Fprintf(opts.Console, "%d of the scenario's recordings are not here (%s): their words are spoken by %s (%s)\n",
+					len(spoken), strings.Join(spoken, ", "), SaidVoice, said)
+			}
 		}
 		src, err := source.NewScenario(NameInput, sc, cfg)
 		return src, sc.Echo, err

@@ -26,31 +26,50 @@ type Paths struct {
 // FromEnv resolves Paths from the environment.
 func FromEnv() Paths {
 	home, _ := os.UserHomeDir()
-	xdg := func(env, fallback string) string {
-		if v := os.Getenv(env); v != "" {
-			return v
-		}
-		return filepath.Join(home, fallback)
-	}
-	data := filepath.Join(xdg("XDG_DATA_HOME", ".local/share"), "parley")
-	p := Paths{
-		Models:   envOr("PARLEY_MODELS", filepath.Join(data, "models")),
-		Sessions: envOr("PARLEY_SESSIONS", filepath.Join(data, "sessions")),
-		Logs:     filepath.Join(xdg("XDG_STATE_HOME", ".local/state"), "parley"),
-		Config:   envOr("PARLEY_CONFIG", filepath.Join(xdg("XDG_CONFIG_HOME", ".config"), "parley", "config.yaml")),
-		Shared:   os.Getenv("PARLEY_SHARED"),
-	}
+	p := resolve(os.Getenv, home)
 	if p.Shared == "" {
 		p.Shared = findShared()
 	}
 	return p
 }
 
-func envOr(name, fallback string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
+// Documented returns the paths of a user who set none of the variables, with the home
+// folder written "~": what the documentation shows.
+func Documented() Paths {
+	return resolve(func(string) string { return "" }, "~")
+}
+
+// resolve computes Paths from the variables getenv returns, with home as the fallback
+// for the XDG folders. Shared is only what PARLEY_SHARED says.
+func resolve(getenv func(string) string, home string) Paths {
+	or := func(name, fallback string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return fallback
 	}
-	return fallback
+	xdg := func(env, fallback string) string { return or(env, filepath.Join(home, fallback)) }
+	data := filepath.Join(xdg("XDG_DATA_HOME", ".local/share"), "parley")
+	return Paths{
+		Models:   or("PARLEY_MODELS", filepath.Join(data, "models")),
+		Sessions: or("PARLEY_SESSIONS", filepath.Join(data, "sessions")),
+		Logs:     filepath.Join(xdg("XDG_STATE_HOME", ".local/state"), "parley"),
+		Config:   or("PARLEY_CONFIG", filepath.Join(xdg("XDG_CONFIG_HOME", ".config"), "parley", "config.yaml")),
+		Shared:   getenv("PARLEY_SHARED"),
+	}
+}
+
+// ModelFile returns where the model file called file is: in the shared test assets
+// (models/) when they hold it, as in CI and developers' checkouts, else in the models
+// folder, where 'agent models pull' puts it (whether or not it is there yet).
+func (p Paths) ModelFile(file string) string {
+	if p.Shared != "" {
+		shared := filepath.Join(p.Shared, "models", file)
+		if _, err := os.Stat(shared); err == nil {
+			return shared
+		}
+	}
+	return filepath.Join(p.Models, file)
 }
 
 // findShared looks for ../shared beside the checkout that holds the working directory,

@@ -236,6 +236,9 @@ func (b *liveBench) Run(ctx context.Context, cfg pipeline.Config, eng *pipeline.
 	if err != nil {
 		return nil, err
 	}
+	if _, err := pipeline.SpeakAbsent(ctx, sc, filepath.Join(outDir, "said")); err != nil {
+		return nil, err
+	}
 	if sc.Echo != nil {
 		b.log.Warn("the scenario simulates a laptop's echo; the live bench plays it without", zap.String("scenario", scenario))
 	}

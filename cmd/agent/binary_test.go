@@ -88,8 +88,14 @@ type agentProcess struct {
 // process reads (nil: nothing).
 func startAgent(t *testing.T, env []string, stdin *os.File, args ...string) *agentProcess {
 	t.Helper()
+	return startAgentIn(t, testenv.ModuleRoot(t), env, stdin, args...)
+}
+
+// startAgentIn is startAgent in the working directory dir.
+func startAgentIn(t *testing.T, dir string, env []string, stdin *os.File, args ...string) *agentProcess {
+	t.Helper()
 	cmd := exec.Command(agentBinary(t), args...)
-	cmd.Dir = testenv.ModuleRoot(t)
+	cmd.Dir = dir
 	cmd.Env = env
 	if stdin != nil {
 		cmd.Stdin = stdin

@@ -23,11 +23,12 @@ func modelsCommand() command {
 }
 
 func runModels(ctx context.Context, a *app, args []string) error {
-	fs := newFlags(a, "models", "list | pull [NAME...] | verify [NAME...]")
+	fs := newFlags(a, "models", "list | pull [--demo | NAME...] | verify [--demo | NAME...]")
 	dir := fs.String("dir", a.paths.Models, "models directory")
 	mirror := fs.String("mirror", os.Getenv("PARLEY_MODEL_MIRROR"), "fetch from this base URL instead of the models' hosts (keeps their paths)")
 	catalogFile := fs.String("catalog", "", "JSON file with a model catalog to use instead of the built-in one")
 	retries := fs.Int("retries", 5, "how often a broken download is resumed before giving up")
+	demo := fs.Bool("demo", false, "pull or verify the demo's models (configs/demo.yaml) instead of the defaults")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -45,14 +46,13 @@ func runModels(ctx context.Context, a *app, args []string) error {
 		catalog = catalog.WithMirror(*mirror)
 	}
 	selected := func(names []string) (modelstore.Catalog, error) {
-		if len(names) == 0 {
-			var defaults modelstore.Catalog
-			for _, m := range catalog {
-				if m.Default {
-					defaults = append(defaults, m)
-				}
-			}
-			return defaults, nil
+		switch {
+		case *demo && len(names) > 0:
+			return nil, usageErrorf("give --demo or model names, not both")
+		case *demo:
+			return catalog.Demos(), nil
+		case len(names) == 0:
+			return catalog.Defaults(), nil
 		}
 		var out modelstore.Catalog
 		for _, n := range names {
@@ -68,17 +68,19 @@ func runModels(ctx context.Context, a *app, args []string) error {
 	switch rest[0] {
 	case "list":
 		tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tKIND\tSIZE\tDEFAULT\tSTATUS\tDESCRIPTION")
+		fmt.Fprintln(tw, "NAME\tKIND\tSIZE\tDEFAULT\tDEMO\tSTATUS\tDESCRIPTION")
 		for _, m := range catalog {
 			status := "not downloaded"
 			if _, err := os.Stat(d.Path(m)); err == nil {
 				status = "present (run verify)"
 			}
-			def := ""
-			if m.Default {
-				def = "yes"
+			yes := func(b bool) string {
+				if b {
+					return "yes"
+				}
+				return ""
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.0f MB\t%s\t%s\t%s\n", m.Name, m.Kind, float64(m.Size)/1e6, def, status, m.Description)
+			fmt.Fprintf(tw, "%s\t%s\t%.0f MB\t%s\t%s\t%s\t%s\n", m.Name, m.Kind, float64(m.Size)/1e6, yes(m.Default), yes(m.Demo), status, m.Description)
 		}
 		return tw.Flush()
 	case "pull":
@@ -111,10 +113,14 @@ func runModels(ctx context.Context, a *app, args []string) error {
 			return nil
 		}
 		if offline {
+			which := ""
+			if *demo {
+				which = " --demo"
+			}
 			fmt.Fprintf(a.stdout, "\nThis machine seems to be offline: the models' hosts cannot be reached.\n"+
 				"Download the files elsewhere and serve them from a mirror with the same paths, then\n"+
-				"  agent models pull --mirror http://HOST:PORT   (or set PARLEY_MODEL_MIRROR)\n"+
-				"or copy them into %s and run 'agent models verify'.\n", *dir)
+				"  agent models pull%s --mirror http://HOST:PORT   (or set PARLEY_MODEL_MIRROR)\n"+
+				"or copy them into %s and run 'agent models verify%s'.\n", which, *dir, which)
 		}
 		return fmt.Errorf("%d of %d model(s) not pulled: %s", len(failed), len(models), strings.Join(failed, ", "))
 	case "verify":

@@ -42,7 +42,7 @@ type hearingFlags struct {
 
 func (h *hearingFlags) register(a *app, fs *flag.FlagSet) {
 	h.vadCfg = vad.DefaultConfig()
-	h.vadCfg.Model = sharedModel(a, vad.DefaultModelFile)
+	h.vadCfg.Model = a.paths.ModelFile(vad.DefaultModelFile)
 	h.asrCfg = asr.DefaultConfig()
 	if m, ok := modelstore.Builtin().Default(modelstore.KindASR); ok {
 		h.asrCfg.Whisper.Model = filepath.Join(a.paths.Models, m.File)
@@ -89,18 +89,6 @@ func floatFlag(dst *float32) func(string) error {
 		*dst = float32(v)
 		return nil
 	}
-}
-
-// sharedModel returns the path of a model file: in the shared test assets when they
-// hold it, else in the models folder (where agent models pull puts it).
-func sharedModel(a *app, file string) string {
-	if a.paths.Shared != "" {
-		p := filepath.Join(a.paths.Shared, "models", file)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return filepath.Join(a.paths.Models, file)
 }
 
 // hearing is the listening half of the agent: a reusable VAD scorer and ASR engine,

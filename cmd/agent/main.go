@@ -45,6 +45,7 @@ func commands() []command {
 		vadCommand(),
 		werCommand(),
 		modelsCommand(),
+		configCommand(),
 		plotCommand(),
 		replayCommand(),
 		liveCommand(),

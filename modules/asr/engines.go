@@ -8,7 +8,8 @@ import "time"
 
 // WhisperConfig configures the whisper.cpp engine (package whispercpp).
 type WhisperConfig struct {
-	// Model is a ggml whisper model file.
+	// Model is a ggml whisper model: a file, or a name from 'agent models list'
+	// (whisper-tiny.en).
 	Model string `yaml:"model"`
 	// Threads for decoding (min(4, CPUs) when zero).
 	Threads int `yaml:"threads"`

@@ -85,7 +85,7 @@ type EvidenceConfig struct {
 	// interrupt word do not keep it from opening the sound ("he(0.05) hold on"): they
 	// are its guess at a breath or the start of the word.
 	DoubtConfidence float32 `yaml:"doubt_confidence"`
-	// Rejoin: an echo canceller cuts speech over the agent into pieces. A voice over the
+	// Rejoin joins the pieces an echo canceller cuts speech over the agent into. A voice over the
 	// agent that begins this soon after one that did not interrupt it ended goes on
 	// with that one (its length counts from the first's onset, and it comes back once
 	// more); and a transcript this soon after one of a voice kept as a backchannel for
@@ -131,6 +131,7 @@ func (c BargeInConfig) WordLists() (backchannels, interrupt []string) {
 
 // ReengageConfig makes the agent speak up after a long silence (off when After is 0).
 type ReengageConfig struct {
+	// After is the silence after which the agent speaks up (0: never).
 	After time.Duration `yaml:"after"`
 	// Text is what the agent says; empty asks the LLM for a turn instead.
 	Text string `yaml:"text"`

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parley-voice/parley/audio/room"
 	"github.com/parley-voice/parley/internal/regularfile"
@@ -40,6 +42,7 @@ const maxTimelinePosition = 24 * time.Hour
 //	tail: 3.0                        # seconds, or a Go duration such as 1500ms
 //	recordings:
 //	  - file: ${PARLEY_SHARED}/audio/jfk.wav   # or relative to this file's folder
+//	    says: and so my fellow americans       # optional: what it says
 //	    at: 0.5
 //	    role: user
 //	  - file: ../shared/audio/cards-001.wav
@@ -64,6 +67,10 @@ const maxTimelinePosition = 24 * time.Hour
 // File paths may use ${PARLEY_SHARED} or $SHARED for the shared test assets (the
 // PARLEY_SHARED environment variable, else ../shared beside the project) and any other
 // environment variable that is set; relative paths are taken from the scenario's folder.
+//
+// A recording that gives its words (says:) may be absent: where its file is not (no
+// shared test assets in a plain clone), its File is empty and whoever replays the
+// scenario synthesises the words (pipeline does, with espeak-ng).
 type Scenario struct {
 	// Path is the file the scenario came from ("" when parsed from memory).
 	Path        string
@@ -80,8 +87,11 @@ type Scenario struct {
 
 // Recording is one WAV file placed on the scenario's timeline.
 type Recording struct {
-	// File is the resolved path of the WAV file.
+	// File is the resolved path of the WAV file; empty when the file is absent and its
+	// words (Says) are to be synthesised.
 	File string
+	// Says is what the recording says, when the scenario tells.
+	Says string
 	// At is where the recording starts on the timeline.
 	At time.Duration
 	// Gain scales the recording (1 by default).
@@ -128,6 +138,7 @@ type echoYAML struct {
 
 type recordingYAML struct {
 	File   string   `yaml:"file"`
+	Says   string   `yaml:"says"`
 	At     *seconds `yaml:"at"`
 	Gain   *float64 `yaml:"gain"`
 	Name   string   `yaml:"name"`
@@ -190,8 +201,16 @@ func LoadScenario(path string) (*Scenario, error) {
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
 	}
 	sc.Path = path
-	for _, rec := range sc.Recordings {
-		if err := regularfile.Check(rec.File); err != nil {
+	for i, rec := range sc.Recordings {
+		if rec.File == "" {
+			continue
+		}
+		err := regularfile.Check(rec.File)
+		if errors.Is(err, fs.ErrNotExist) && rec.Says != "" {
+			sc.Recordings[i].File = "" // absent: its words are synthesised
+			continue
+		}
+		if err != nil {
 			return nil, fmt.Errorf("scenario %s: line %d: recording: %w", path, rec.Line, err)
 		}
 	}
@@ -241,11 +260,17 @@ func ParseScenario(data []byte, dir string) (*Scenario, error) {
 		if strings.TrimSpace(r.File) == "" {
 			return nil, fmt.Errorf("%w: line %d: recording without a file", ErrInvalidScenario, line)
 		}
+		if strings.ContainsRune(r.Says, 0) || !utf8.ValidString(r.Says) {
+			return nil, fmt.Errorf("%w: line %d: says: the words must be UTF-8 text", ErrInvalidScenario, line)
+		}
 		file, err := resolvePath(r.File, dir)
-		if err != nil {
+		switch {
+		case errors.Is(err, errNoShared) && strings.TrimSpace(r.Says) != "":
+			file = "" // no shared test assets here: its words are synthesised
+		case err != nil:
 			return nil, fmt.Errorf("%w: line %d: %v", ErrInvalidScenario, line, err)
 		}
-		rec := Recording{File: file, Gain: 1, Name: r.Name, Role: r.Role, Expect: r.Expect, Note: r.Note, Line: line}
+		rec := Recording{File: file, Says: strings.TrimSpace(r.Says), Gain: 1, Name: r.Name, Role: r.Role, Expect: r.Expect, Note: r.Note, Line: line}
 		if r.At != nil {
 			if r.At.d < 0 || r.At.d > maxTimelinePosition {
 				return nil, fmt.Errorf("%w: line %d: recording time %v must lie between 0 and %v", ErrInvalidScenario, r.At.line, r.At.d, maxTimelinePosition)
@@ -260,6 +285,9 @@ func ParseScenario(data []byte, dir string) (*Scenario, error) {
 		}
 		if rec.Name == "" {
 			rec.Name = filepath.Base(file)
+			if file == "" {
+				rec.Name = filepath.Base(r.File)
+			}
 		}
 		sc.Recordings = append(sc.Recordings, rec)
 	}
@@ -344,6 +372,10 @@ func lineAt(lines []int, i int) int {
 	return 0
 }
 
+// errNoShared is resolvePath's error for a path in the shared test assets where they
+// are not.
+var errNoShared = errors.New("set PARLEY_SHARED or place shared/ beside the project (or say what the recording says: says:)")
+
 // resolvePath expands variables in p and makes it absolute against dir.
 func resolvePath(p, dir string) (string, error) {
 	var missing []string
@@ -363,7 +395,7 @@ func resolvePath(p, dir string) (string, error) {
 	})
 	if len(missing) > 0 {
 		if missing[0] == "PARLEY_SHARED" || missing[0] == "SHARED" {
-			return "", fmt.Errorf("%s: $%s: set PARLEY_SHARED or place shared/ beside the project", p, missing[0])
+			return "", fmt.Errorf("%s: $%s: %w", p, missing[0], errNoShared)
 		}
 		return "", fmt.Errorf("%s: environment variable $%s is not set", p, missing[0])
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/room"
@@ -408,6 +409,8 @@ func FuzzParseScenario(f *testing.F) {
 		"recordings: &a [{file: a.wav}]\nmarks: *a\n",
 		"tail: .nan\nrecordings: [{file: a}]",
 		"recordings: [{file: $X}]",
+		"recordings:\n  - file: ${PARLEY_SHARED}/a.wav\n    says: what time is it\n",
+		"recordings: [{file: $SHARED/a.wav, says: \"\\0\"}]",
 		"recordings: [{file: a}]\necho: {delay: 30ms, gain_db: -6, rt60: 0.3, noise_db: -70}\n",
 		"recordings: [{file: a}]\necho: {delay: .inf, gain_db: .nan}\n",
 		"- a\n",
@@ -432,7 +435,8 @@ func FuzzParseScenario(f *testing.F) {
 			t.Fatalf("accepted %+v", sc)
 		}
 		for _, r := range sc.Recordings {
-			if r.At < 0 || r.At > maxTimelinePosition || r.Gain < 0 || math.IsNaN(r.Gain) || !filepath.IsAbs(r.File) || r.Name == "" {
+			if r.At < 0 || r.At > maxTimelinePosition || r.Gain < 0 || math.IsNaN(r.Gain) || r.Name == "" ||
+				!filepath.IsAbs(r.File) && (r.File != "" || r.Says == "") || strings.ContainsRune(r.Says, 0) || !utf8.ValidString(r.Says) {
 				t.Fatalf("accepted recording %+v", r)
 			}
 		}

@@ -153,6 +153,9 @@ func NewScenario(name string, sc *Scenario, cfg Config) (*Source, error) {
 	}
 	if cfg.OnError != OnErrorSkip {
 		for _, rec := range sc.Recordings {
+			if rec.File == "" {
+				return nil, fmt.Errorf("source %s: recording %q (scenario line %d) has no file here: synthesise what it says (%q) first", name, rec.Name, rec.Line, rec.Says)
+			}
 			if _, err := audio.StatWAVFile(rec.File); err != nil {
 				return nil, fmt.Errorf("source %s: recording %q (scenario line %d): %w", name, rec.Name, rec.Line, err)
 			}

@@ -22,7 +22,8 @@ const DefaultModelFile = "ggml-silero-v6.2.0.bin"
 // Config configures the VAD module. The segmentation defaults are libwhisper's
 // (whisper_vad_default_params), so that `agent vad` and whisper.cpp's own tools agree.
 type Config struct {
-	// Model is the Silero VAD model in whisper.cpp's ggml format.
+	// Model is the Silero VAD model in whisper.cpp's ggml format: a file, or a name from
+	// 'agent models list' (silero-vad).
 	Model string `yaml:"model"`
 	// Threads for the model (1 when zero).
 	Threads int `yaml:"threads"`

@@ -1,0 +1,74 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/modules/source"
+	"github.com/parley-voice/parley/modules/tts"
+	"github.com/parley-voice/parley/modules/tts/espeakng"
+)
+
+// The voice that speaks a scenario's absent recordings: an espeak-ng voice other than
+// the agent's (en-us), so that the two sides sound apart in heard.wav, and slower than
+// espeak-ng's normal rate, which pocketsphinx follows less well.
+const (
+	saidVoice = "en-us+m1"
+	saidRate  = 120
+)
+
+// SaidVoice names the voice SpeakAbsent speaks with, for messages.
+const SaidVoice = "espeak-ng " + saidVoice
+
+// SpeakAbsent synthesises the words of sc's absent recordings (no File, and the words
+// in Says: a plain clone has no shared test assets), writes them into dir as 16 kHz WAV
+// files and points the recordings at them. It returns the names of the recordings it
+// spoke. It holds libespeak-ng while it speaks, which a process can open only once at a
+// time: call it before Build, which opens the agent's voice.
+func SpeakAbsent(ctx context.Context, sc *source.Scenario, dir string) ([]string, error) {
+	var absent []int
+	for i, rec := range sc.Recordings {
+		if rec.File == "" && rec.Says != "" {
+			absent = append(absent, i)
+		}
+	}
+	if len(absent) == 0 {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cfg := tts.DefaultConfig()
+	cfg.Voice, cfg.Rate = saidVoice, saidRate
+	voice, err := espeakng.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("speaking the scenario's absent recordings: %w", err)
+	}
+	defer voice.Close()
+	var spoken []string
+	for n, i := range absent {
+		rec := &sc.Recordings[i]
+		var samples []float32
+		err := voice.Synthesize(ctx, rec.Says, func(p tts.Piece) error {
+			samples = append(samples, p.Samples...)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("recording %q (scenario line %d): speaking %q: %w", rec.Name, rec.Line, rec.Says, err)
+		}
+		f, err := audio.ResampleFrame(audio.Frame{Samples: samples, Rate: voice.SampleRate(), Channels: 1}, audio.PipelineRate)
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, fmt.Sprintf("%02d.wav", n+1))
+		if err := audio.WriteWAVFile(path, f, 16); err != nil {
+			return nil, err
+		}
+		rec.File = path
+		spoken = append(spoken, rec.Name)
+	}
+	return spoken, nil
+}
