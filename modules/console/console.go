@@ -158,9 +158,9 @@ func (s *screen) heard(pr speaker.Progress) {
 		s.agentOrder = append(s.agentOrder, t.ClauseID)
 	}
 	// Whole words only: the word in progress shows once it has been heard to its end.
-	end := t.Start
-	if t.Start == t.End || t.Fraction >= 1 {
-		end = t.End
+	end := t.WordStart
+	if t.WordStart == t.WordEnd || t.WordFraction >= 1 {
+		end = t.WordEnd
 	}
 	s.agentHeard[t.ClauseID] = t.Clause[:end]
 	if s.words.Len() == 0 {

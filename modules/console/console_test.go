@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/manager"
@@ -70,7 +71,7 @@ func word(name string, typ iu.UpdateType, w asr.Word) step {
 
 func heard(turn, clause int, text string, start, end int, fraction float64, pos time.Duration) step {
 	return added(speaker.Progress{State: speaker.Playing, Pos: pos,
-		Text: &speaker.HeardText{TurnID: turn, ClauseID: clause, Clause: text, Start: start, End: end, Fraction: fraction}})
+		Text: &dialogue.Position{TurnID: turn, ClauseID: clause, Clause: text, WordStart: start, WordEnd: end, WordFraction: fraction}})
 }
 
 // TestConsolePrintsWhatWasStored: the agent's line is what the manager says the history

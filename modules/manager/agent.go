@@ -153,8 +153,8 @@ func (a *agentTurn) close() *CloseAgent {
 			clauses = []string{a.fixedText}
 		}
 		p := a.position
-		c.Heard = &dialogue.Heard{TurnID: a.id, ClauseID: p.ClauseID, Clauses: clauses,
-			WordStart: p.Start, WordEnd: p.End, WordFraction: p.Fraction}
+		c.Heard = &dialogue.Heard{Position: dialogue.Position{TurnID: a.id, ClauseID: p.ClauseID,
+			WordStart: p.Start, WordEnd: p.End, WordFraction: p.Fraction}, Clauses: clauses}
 	}
 	return c
 }

@@ -358,7 +358,7 @@ func (c *conversation) progress(ctx context.Context, pr speaker.Progress) error 
 		h.ClausesHeard = chunk.ClauseID + 1
 	}
 	if t := pr.Text; t != nil {
-		h.Heard = &HeardWord{ClauseID: t.ClauseID, Start: t.Start, End: t.End, Fraction: t.Fraction}
+		h.Heard = &HeardWord{ClauseID: t.ClauseID, Start: t.WordStart, End: t.WordEnd, Fraction: t.WordFraction}
 	}
 	return c.handle(ctx, Event{Audio: h})
 }

@@ -487,7 +487,7 @@ func TestCloseAgentKeepsWhatWasHeard(t *testing.T) {
 					want: []string{`agent-cut 2 "Once upon a time, there was a dragon."`}},
 			}),
 			want: CloseAgent{TurnID: 2, InReplyTo: 1, Text: "Once upon a time, there was a dragon.", Interrupted: true,
-				Heard: &dialogue.Heard{TurnID: 2, ClauseID: 1, Clauses: clauses, WordStart: 10, WordEnd: 13, WordFraction: 0.4},
+				Heard: &dialogue.Heard{Position: dialogue.Position{TurnID: 2, ClauseID: 1, WordStart: 10, WordEnd: 13, WordFraction: 0.4}, Clauses: clauses},
 				Start: 2 * time.Second, End: 2500 * time.Millisecond},
 		},
 		{
@@ -516,7 +516,7 @@ func TestCloseAgentKeepsWhatWasHeard(t *testing.T) {
 						Heard: &HeardWord{Start: 8, End: 13, Fraction: 0.5}}}, want: []string{`agent-cut 3 "Are you still there?"`}},
 				}),
 			want: CloseAgent{TurnID: 3, Text: "Are you still there?", Interrupted: true,
-				Heard: &dialogue.Heard{TurnID: 3, Clauses: []string{"Are you still there?"}, WordStart: 8, WordEnd: 13, WordFraction: 0.5},
+				Heard: &dialogue.Heard{Position: dialogue.Position{TurnID: 3, WordStart: 8, WordEnd: 13, WordFraction: 0.5}, Clauses: []string{"Are you still there?"}},
 				Start: 9200 * time.Millisecond, End: 9200 * time.Millisecond},
 		},
 	}
