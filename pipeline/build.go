@@ -15,6 +15,7 @@ import (
 	"github.com/parley-voice/parley/engines/llama"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/metrics"
+	"github.com/parley-voice/parley/metrics/latency"
 	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/hold"
 	"github.com/parley-voice/parley/modules/llm"
@@ -90,7 +91,7 @@ type Agent struct {
 	Store   *dialogue.Store
 	Manager *manager.Module
 	// Latencies times every exchange (an observer of the network).
-	Latencies *manager.LatencyObserver
+	Latencies *latency.Observer
 	// SessionDir is where the session is saved ("" when it is not).
 	SessionDir string
 	// AEC is the echo canceller (nil when echo is not cancelled); its Cost says what
@@ -409,7 +410,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	llmCfg.Clauses.FirstMaxWords = cfg.LLM.FirstClauseMaxWords
 	llmCfg.Prefill = predictive
 	llmMod := llm.NewModule(NameLLM, eng.LLM, store, llmCfg)
-	mgrOpts := manager.Options{Turns: cfg.TurnTaking}
+	mgrOpts := manager.Options{Turns: cfg.TurnTaking, Origin: clk.Now()}
 	if predictive {
 		mgrOpts.EndOfTurnFrom = NameTurnEnd
 	}
@@ -417,7 +418,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	a.Manager = mgr
 	a.speaker = io.Speaker
 	_, virtual := clk.(clock.Scheduler)
-	a.Latencies = manager.NewLatencyObserver(manager.LatencyOptions{LLM: NameLLM, Origin: clk.Now(), OnTurn: io.OnMetrics,
+	a.Latencies = latency.New(latency.Options{LLM: NameLLM, Origin: mgrOpts.Origin, OnTurn: io.OnMetrics,
 		VirtualClock: virtual, Logger: log.Named(nameMetrics)})
 
 	opts := []iu.Option{iu.WithClock(clk), iu.WithLogger(log), iu.WithObserver(a.Latencies)}

@@ -24,10 +24,10 @@ import (
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/llm"
-	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/vad"
+	"github.com/parley-voice/parley/turntaking"
 	"github.com/parley-voice/parley/userdirs"
 )
 
@@ -395,7 +395,7 @@ type asrWord = asr.Word
 
 func TestReplayReengagesAfterSilence(t *testing.T) {
 	cfg := demoConfig(t)
-	cfg.TurnTaking.Reengage = manager.ReengageConfig{After: 4 * time.Second, Text: "Are you still there?", Max: 1}
+	cfg.TurnTaking.Reengage = turntaking.ReengageConfig{After: 4 * time.Second, Text: "Are you still there?", Max: 1}
 	shared := testenv.SharedDir(t)
 	scenario := writeScenario(t, 12, filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5)
 	res, _ := runReplay(t, cfg, scenario)

@@ -63,6 +63,13 @@ func (l *liveLaptop) Observe(at time.Time, m iu.Message) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, up := range m.Updates {
+		if pl, ok := up.IU.Payload.(manager.AgentTurn); ok && up.Type == iu.Commit {
+			// An agent turn is over.
+			select {
+			case l.turns <- pl:
+			default:
+			}
+		}
 		if up.Type != iu.Add {
 			continue
 		}
@@ -97,11 +104,6 @@ func (l *liveLaptop) Observe(at time.Time, m iu.Message) {
 				if a := l.audio["played"]; at >= 0 && at >= int64(len(a)) {
 					l.audio["played"] = append(append(a, make([]float32, at-int64(len(a)))...), pl.Audio.Samples...)
 				}
-			}
-		case manager.AgentTurn:
-			select {
-			case l.turns <- pl:
-			default:
 			}
 		case speaker.Progress:
 			if pl.State == speaker.Playing {
