@@ -92,6 +92,8 @@ type Agent struct {
 	Manager *manager.Module
 	// Latencies times every exchange (an observer of the network).
 	Latencies *latency.Observer
+	// Origin is the clock time the session's timeline starts at (Outcome.Origin).
+	Origin time.Time
 	// SessionDir is where the session is saved ("" when it is not).
 	SessionDir string
 	// AEC is the echo canceller (nil when echo is not cancelled); its Cost says what
@@ -416,6 +418,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	mgr := manager.New(NameManager, store, mgrOpts)
 	a.Manager = mgr
+	a.Origin = mgrOpts.Origin
 	a.speaker = io.Speaker
 	_, virtual := clk.(clock.Scheduler)
 	a.Latencies = latency.New(latency.Options{LLM: NameLLM, Origin: mgrOpts.Origin, OnTurn: io.OnMetrics,

@@ -407,8 +407,9 @@ func TestReplayReengagesAfterSilence(t *testing.T) {
 		t.Fatalf("history %q: want the question, the answer and one re-engagement", got)
 	}
 	// It came about four seconds after the answer ended.
-	answer, again := res.Transcript[1], res.Transcript[2]
-	if gap := again.Start - answer.End; gap < 4*time.Second || gap > 5*time.Second {
+	tr := res.Transcript()
+	answer, again := tr[1], tr[2]
+	if gap := again.Start.Sub(answer.End); gap < 4*time.Second || gap > 5*time.Second {
 		t.Errorf("re-engaged %v after the answer ended, want about 4 s", gap)
 	}
 }

@@ -397,12 +397,12 @@ func TestLiveEchoThroughPulseAudio(t *testing.T) {
 			t.Logf("the agent's volume dipped for its own voice, and came back within %v: %q", flinch, flinches)
 		}
 		interrupted := 0
-		for _, e := range res.Transcript {
+		for _, e := range res.Transcript() {
 			if e.Interrupted {
 				interrupted++
 			}
 		}
-		switch users := userLines(res.Transcript); {
+		switch users := userLines(res.Transcript()); {
 		case interrupted > 1:
 			t.Errorf("%d interrupted agent turns, want 1 (the barge-in's)", interrupted)
 		case interrupted == 0 && users < 3:
@@ -495,7 +495,7 @@ func mustPactl(t *testing.T, srv *pulsetest.Server, args ...string) {
 }
 
 // userLines counts the user's lines of a transcript (backchannels aside).
-func userLines(tr []manager.Entry) int {
+func userLines(tr []dialogue.Utterance) int {
 	n := 0
 	for _, e := range tr {
 		if e.Speaker == dialogue.User && !e.Backchannel {

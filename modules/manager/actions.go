@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/dialogue"
@@ -103,7 +104,7 @@ func (c *conversation) agentHeard(ctx context.Context, h *turntaking.AgentHeard)
 func (c *conversation) closeAgent(ctx context.Context, ca *turntaking.CloseAgent) error {
 	rec := AgentTurn{TurnID: ca.TurnID, InReplyTo: ca.InReplyTo, Text: ca.Text, FullText: ca.Text,
 		Interrupted: ca.Interrupted, Closed: true, Stored: true, Start: ca.Start, End: ca.End}
-	entry := Entry{Speaker: dialogue.Agent, TurnID: ca.TurnID, Text: ca.Text, Start: ca.Start, End: ca.End}
+	start, end := c.span(ca.Start, ca.End)
 	switch {
 	case !ca.Interrupted && ca.Text == "":
 		// Nothing was said (the LLM failed before any text, or its reply was empty): an
@@ -111,7 +112,8 @@ func (c *conversation) closeAgent(ctx context.Context, ca *turntaking.CloseAgent
 		c.log.Info("agent turn empty, not stored", zap.Int("turn", ca.TurnID))
 		rec.Stored = false
 	case !ca.Interrupted:
-		if err := c.m.store.AppendUtterance(ctx, dialogue.Utterance{Speaker: dialogue.Agent, Text: ca.Text, TurnID: ca.TurnID}); err != nil {
+		u := dialogue.Utterance{Speaker: dialogue.Agent, Text: ca.Text, TurnID: ca.TurnID, Start: start, End: end}
+		if err := c.m.store.AppendUtterance(ctx, u); err != nil {
 			return fmt.Errorf("manager: storing agent turn %d: %w", ca.TurnID, err)
 		}
 	case ca.Heard == nil:
@@ -119,16 +121,14 @@ func (c *conversation) closeAgent(ctx context.Context, ca *turntaking.CloseAgent
 		c.log.Info("agent turn dropped unheard", zap.Int("turn", ca.TurnID))
 		rec.Text, rec.Stored = "", false
 	default:
-		u, err := c.m.store.CutInterrupted(ctx, *ca.Heard)
+		heard := *ca.Heard
+		heard.Start, heard.End = start, end
+		u, err := c.m.store.CutInterrupted(ctx, heard)
 		if err != nil {
 			return fmt.Errorf("manager: cutting agent turn %d to what was heard: %w", ca.TurnID, err)
 		}
 		rec.Text, rec.FullText = u.Text, u.FullText
-		entry.Text, entry.FullText, entry.Interrupted = u.Text, u.FullText, true
 		c.log.Info("agent turn cut to what was heard", zap.Int("turn", ca.TurnID), zap.String("heard", u.Text), zap.String("generated", u.FullText))
-	}
-	if rec.Stored {
-		c.m.transcript = append(c.m.transcript, entry)
 	}
 	u := c.agent
 	c.agent = nil
@@ -145,10 +145,10 @@ func (c *conversation) closeAgent(ctx context.Context, ca *turntaking.CloseAgent
 // user stores a user turn and tells the network.
 func (c *conversation) user(ctx context.Context, a *turntaking.UserTurn) error {
 	u := dialogue.Utterance{Speaker: dialogue.User, Text: a.Text, TurnID: a.TurnID}
+	u.Start, u.End = c.span(a.Start, a.End)
 	if err := c.m.store.AppendUtterance(ctx, u); err != nil {
 		return fmt.Errorf("manager: storing user turn %d: %w", u.TurnID, err)
 	}
-	c.m.transcript = append(c.m.transcript, Entry{Speaker: dialogue.User, TurnID: u.TurnID, Text: u.Text, Start: a.Start, End: a.End})
 	c.log.Info("user turn", zap.Int("turn", u.TurnID), zap.String("text", u.Text))
 	return c.send(ctx, UserTurn{TurnID: u.TurnID, Text: u.Text, Start: a.Start, End: a.End})
 }
@@ -160,10 +160,19 @@ func (c *conversation) backchannel(ctx context.Context, bc *turntaking.Backchann
 		return c.send(ctx, UserTurn{TurnID: bc.TurnID, Backchannel: true, Sound: bc.Sound, Start: bc.Start, End: bc.End})
 	}
 	u := dialogue.Utterance{Speaker: dialogue.User, Text: bc.Text, TurnID: bc.TurnID, Backchannel: true}
+	u.Start, u.End = c.span(bc.Start, bc.End)
 	if err := c.m.store.AppendUtterance(ctx, u); err != nil {
 		return fmt.Errorf("manager: storing a backchannel during turn %d: %w", bc.TurnID, err)
 	}
-	c.m.transcript = append(c.m.transcript, Entry{Speaker: dialogue.User, TurnID: bc.TurnID, Text: bc.Text, Backchannel: true, Start: bc.Start, End: bc.End})
 	c.log.Info("backchannel", zap.Int("agent_turn", bc.TurnID), zap.String("text", bc.Text), zap.Stringer("sound", bc.Sound))
 	return c.send(ctx, UserTurn{TurnID: bc.TurnID, Text: bc.Text, Backchannel: true, Sound: bc.Sound, Start: bc.Start, End: bc.End})
+}
+
+// span returns the clock times of a span on the session's timeline, for the history;
+// an empty span at the timeline's start is an agent turn nobody heard, and has none.
+func (c *conversation) span(start, end time.Duration) (time.Time, time.Time) {
+	if start == 0 && end == 0 {
+		return time.Time{}, time.Time{}
+	}
+	return c.at(start), c.at(end)
 }

@@ -49,24 +49,6 @@ type Options struct {
 	Origin time.Time
 }
 
-// Entry is one line of the conversation as it was said and heard.
-type Entry struct {
-	Speaker dialogue.Speaker
-	TurnID  int
-	// Text is what was stored in the history: for an interrupted agent turn, only what
-	// the listener heard.
-	Text string
-	// FullText is what the agent generated, for interrupted turns.
-	FullText    string
-	Interrupted bool
-	// Backchannel marks a user's backchannel (not a turn; TurnID is the agent turn it
-	// accompanied).
-	Backchannel bool
-	// Start and End are times on the session's timeline (since the session started):
-	// the user's speech, or the agent's audio from first to last heard.
-	Start, End time.Duration
-}
-
 // Module is the dialogue manager as a network module. Its producers are the VAD (which
 // also passes on the end of a recorded stream), the ASR, the LLM, the TTS and the
 // speaker; its consumers are the LLM, the TTS and the speaker (control commands), and
@@ -75,9 +57,6 @@ type Module struct {
 	name  string
 	store HistoryStore
 	opts  Options
-
-	// Written by the module's goroutine only; read it after the network returned.
-	transcript []Entry
 }
 
 // New returns a manager that keeps the conversation in store.
@@ -90,9 +69,6 @@ func New(name string, store HistoryStore, opts Options) *Module {
 
 // Name implements iu.Module.
 func (m *Module) Name() string { return m.name }
-
-// Transcript returns the conversation; call it after the network's Run returned.
-func (m *Module) Transcript() []Entry { return m.transcript }
 
 // conversation is the state of one Run beyond the policy, owned by the module's
 // goroutine: the IU side of things.

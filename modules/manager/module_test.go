@@ -54,7 +54,7 @@ func (s *sent) Observe(_ time.Time, m iu.Message) {
 func converse(t *testing.T, cfg turntaking.Config, cut dialogue.AlignOptions, batches ...iu.Payload) (*sent, *dialogue.History) {
 	t.Helper()
 	ctx := context.Background()
-	clk := clock.NewVirtual(time.Unix(1000, 0))
+	clk := clock.NewVirtual(origin)
 	defer clk.Close()
 	format, err := dialogue.LoadFormat("plain")
 	if err != nil {
@@ -87,7 +87,7 @@ func converse(t *testing.T, cfg turntaking.Config, cut dialogue.AlignOptions, ba
 		}
 		return nil
 	}}
-	mgr := New("manager", store, Options{Turns: cfg})
+	mgr := New("manager", store, Options{Turns: cfg, Origin: origin})
 	if err := net.Add(feeder, mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,10 @@ func converse(t *testing.T, cfg turntaking.Config, cut dialogue.AlignOptions, ba
 	return rec, h
 }
 
-// agentAudio is a chunk of agent turn 2's clause 0, and progress reports of it.
+// origin is when the session's timeline starts.
+var origin = time.Unix(1000, 0)
+
+// clause is agent turn 2's clause 0, which chunk and playing speak.
 const clause = "Once upon a time."
 
 func chunk(last bool) tts.Chunk {
@@ -130,7 +133,8 @@ func aUserTurn() []iu.Payload {
 // TestAgentTurnIU: the manager's agent-turn IU is ADDed when the turn is asked for
 // (before the Respond), UPDATEd with what the listener heard so far, cut as the history
 // cuts, and COMMITted with what the history stored: the whole turn, or for an
-// interrupted one exactly the text its last update showed.
+// interrupted one exactly the text its last update showed. The history's utterances
+// say when they were said and heard.
 func TestAgentTurnIU(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -138,6 +142,8 @@ func TestAgentTurnIU(t *testing.T) {
 		agent     []iu.Payload
 		want      []string
 		wantStore string
+		// heard is when the listener heard the agent turn (session timeline).
+		heard [2]time.Duration
 	}{
 		{
 			name: "heard to its end",
@@ -159,6 +165,7 @@ func TestAgentTurnIU(t *testing.T) {
 				`commit turn 2 "Once upon a time."`,
 			},
 			wantStore: "agent 2 " + clause,
+			heard:     [2]time.Duration{2 * time.Second, 3 * time.Second},
 		},
 		{
 			name: "interrupted in a word heard half",
@@ -183,6 +190,7 @@ func TestAgentTurnIU(t *testing.T) {
 				`commit turn 2 cut to "Once upon" (generated "Once upon a time.")`,
 			},
 			wantStore: "agent 2 Once upon (interrupted)",
+			heard:     [2]time.Duration{2 * time.Second, 2 * time.Second},
 		},
 		{
 			name: "interrupted in a word heard half, whole words only",
@@ -207,6 +215,7 @@ func TestAgentTurnIU(t *testing.T) {
 				`commit turn 2 cut to "Once" (generated "Once upon a time.")`,
 			},
 			wantStore: "agent 2 Once (interrupted)",
+			heard:     [2]time.Duration{2 * time.Second, 2 * time.Second},
 		},
 	}
 	for _, tt := range tests {
@@ -221,9 +230,10 @@ func TestAgentTurnIU(t *testing.T) {
 				if u.Interrupted {
 					line += " (interrupted)"
 				}
-				stored = append(stored, line)
+				stored = append(stored, fmt.Sprintf("%v–%v %s", u.Start.Sub(origin), u.End.Sub(origin), line))
 			}
-			if want := []string{"user 1 tell me a story", tt.wantStore}; strings.Join(stored, "\n") != strings.Join(want, "\n") {
+			want := []string{"0s–1s user 1 tell me a story", fmt.Sprintf("%v–%v %s", tt.heard[0], tt.heard[1], tt.wantStore)}
+			if strings.Join(stored, "\n") != strings.Join(want, "\n") {
 				t.Errorf("the history holds\n%s\nwant\n%s", strings.Join(stored, "\n"), strings.Join(want, "\n"))
 			}
 			// The last update showed what the commit says was stored.
