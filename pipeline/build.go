@@ -56,7 +56,8 @@ type IO struct {
 	Input iu.Module
 	// Speaker plays the agent's audio and reports progress; its name must be NameSpeaker.
 	Speaker iu.Module
-	// Console, when set, shows the conversation (it reads every module's output).
+	// Console, when set, shows the conversation (it reads the recogniser, the manager
+	// and the LLM).
 	Console iu.Module
 	Clock   clock.Clock
 	Logger  *zap.Logger
@@ -509,7 +510,8 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 			[2]string{NameASR, NameLLM})
 	}
 	if io.Console != nil {
-		for _, from := range []string{NameASR, NameManager, NameLLM, NameSpeaker} {
+		// The agent's words come from the manager (its agent-turn IUs), not from the speaker.
+		for _, from := range []string{NameASR, NameManager, NameLLM} {
 			links = append(links, [2]string{from, NameConsole})
 		}
 	}
