@@ -85,7 +85,9 @@ func (a *agentTurn) hear(h *AudioHeard) (finishedNow bool) {
 		for len(a.spoken) <= p.ClauseID {
 			a.spoken = append(a.spoken, "")
 		}
-		a.spoken[p.ClauseID] = p.Clause
+		if p.ClauseID >= 0 {
+			a.spoken[p.ClauseID] = p.Clause
+		}
 	}
 	if h.Playing {
 		if !a.played {
@@ -130,7 +132,7 @@ func (a *agentTurn) heardChange(cut dialogue.AlignOptions) *AgentHeard {
 		return nil
 	}
 	text := a.shown
-	if p := a.position; p != nil {
+	if p := a.position; p != nil && p.ClauseID >= 0 {
 		if t, err := dialogue.HeardText(a.spoken[:p.ClauseID+1], *p, cut); err == nil {
 			text = t
 		}
