@@ -3,35 +3,51 @@ package dialogue
 import (
 	"errors"
 	"fmt"
-	"github.com/parley-voice/parley/internal/ellipsis"
 	"math"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/parley-voice/parley/internal/ellipsis"
 )
 
-// Heard is the speaker's report of how far the listener heard an interrupted agent turn.
+// Position is where in the agent's text the listener is: the word being heard and how
+// much of it. The speaker reports it (the TTS's chunks know their words), the turn-taking
+// policy keeps the latest one of the agent turn under way, and Align cuts an interrupted
+// turn at it.
 //
-// Offsets are byte offsets into the UTF-8 text of Clauses[ClauseID] (the project's
-// "character offsets"). The TTS tags every audio chunk with the byte span [CharStart,
-// CharEnd) of the word it speaks; WordStart and WordEnd are that span for the chunk being
-// heard when the audio stopped, and WordFraction is how much of that word's audio had been
-// played (samples of the word heard / samples of the word). Everything before WordStart in
-// the clause, and every earlier clause, was heard completely.
-type Heard struct {
-	TurnID int
-	// ClauseID is the position in Clauses of the clause being heard (the LLM module numbers
-	// a turn's clauses 0, 1, 2, ...).
-	ClauseID int
-	// Clauses are the clause texts as generated, in order. Concatenated (with any white
-	// space between them) they are the agent's full generated utterance.
-	Clauses []string
-	// WordStart and WordEnd span the word being spoken when the audio stopped. Equal
-	// values mean no word was in progress: the clause was heard up to WordStart
-	// (len(clause) = heard to its end).
+// Offsets are byte offsets into the UTF-8 text of the clause (the project's "character
+// offsets"). The TTS tags every audio chunk with the byte span of the word it speaks;
+// WordStart and WordEnd are that span for the chunk being heard, and WordFraction is how
+// much of that word's audio has been played (samples of the word heard / samples of the
+// word). Everything before WordStart in the clause, and every earlier clause, was heard
+// completely.
+type Position struct {
+	// TurnID and ClauseID name the agent turn and the clause within it (the LLM module
+	// numbers a turn's clauses 0, 1, 2, ...).
+	TurnID, ClauseID int
+	// Clause is the clause's text as generated, which WordStart and WordEnd point into.
+	Clause string
+	// WordStart and WordEnd span the word being heard. Equal values mean no word is in
+	// progress (a pause): the clause was heard up to WordStart (len(Clause): to its end).
 	WordStart, WordEnd int
-	// WordFraction is the share of the word's audio the listener heard, from 0 to 1.
+	// WordFraction is the share of the word's audio the listener heard, from 0 to 1 (0 in
+	// pauses).
 	WordFraction float64
+}
+
+// Heard is how far the listener heard an interrupted agent turn: the position where its
+// audio stopped, among the turn's clauses.
+type Heard struct {
+	Position
+	// Clauses are the clause texts as generated, in order. Concatenated (with any white
+	// space between them) they are the agent's full generated utterance. Align reads the
+	// clause being heard from them (Clauses[ClauseID]), not from Position.Clause.
+	Clauses []string
+	// Start and End are when the listener heard the turn, from its first sample to its
+	// last (zero: not known); the stored utterance takes them.
+	Start, End time.Time
 }
 
 // DefaultMinWordFraction is how much of a word's audio must have been heard for the word
@@ -136,6 +152,15 @@ func Align(full string, h Heard, opts AlignOptions) (Alignment, error) {
 		Cut:            cut,
 		ClauseComplete: complete,
 	}, nil
+}
+
+// HeardText is what the history keeps of an agent turn cut at p (Align on the clauses
+// joined, as History.CutInterrupted cuts a turn it had not stored): clauses are the
+// turn's clause texts as generated, at least up to p.ClauseID. A display that shows it
+// while the turn plays shows what an interruption would leave of it.
+func HeardText(clauses []string, p Position, opts AlignOptions) (string, error) {
+	res, err := Align(JoinClauses(clauses), Heard{Position: p, Clauses: clauses}, opts)
+	return res.Text, err
 }
 
 // JoinClauses rebuilds an utterance from its clauses: clauses are concatenated, with one

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -81,7 +82,7 @@ func TestAlign(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := Heard{TurnID: 7, ClauseID: tc.clause, Clauses: tc.clauses, WordStart: tc.ws, WordEnd: tc.we, WordFraction: tc.fraction}
+			h := Heard{Position: Position{TurnID: 7, ClauseID: tc.clause, WordStart: tc.ws, WordEnd: tc.we, WordFraction: tc.fraction}, Clauses: tc.clauses}
 			if tc.word != "" {
 				h.WordStart, h.WordEnd = spanOf(t, tc.clauses[tc.clause], tc.word, tc.nth)
 			}
@@ -109,11 +110,11 @@ func TestAlignErrors(t *testing.T) {
 		heard   Heard
 		wantErr error
 	}{
-		{"clause text differs", "Hello world.", Heard{Clauses: []string{"Hello", "there."}, ClauseID: 1}, ErrClauseMismatch},
+		{"clause text differs", "Hello world.", Heard{Position: Position{ClauseID: 1}, Clauses: []string{"Hello", "there."}}, ErrClauseMismatch},
 		{"clauses out of order", "One. Two.", Heard{Clauses: []string{"Two.", "One."}}, ErrClauseMismatch},
-		{"clause ends inside a character", "我很好，谢谢。", Heard{Clauses: []string{"我很好，", "\xe8"}, ClauseID: 1, WordEnd: 1, WordFraction: 1}, ErrClauseMismatch},
-		{"clause id past the end", "One.", Heard{Clauses: []string{"One."}, ClauseID: 1}, ErrBadHeard},
-		{"negative clause id", "One.", Heard{Clauses: []string{"One."}, ClauseID: -1}, ErrBadHeard},
+		{"clause ends inside a character", "我很好，谢谢。", Heard{Position: Position{ClauseID: 1, WordEnd: 1, WordFraction: 1}, Clauses: []string{"我很好，", "\xe8"}}, ErrClauseMismatch},
+		{"clause id past the end", "One.", Heard{Position: Position{ClauseID: 1}, Clauses: []string{"One."}}, ErrBadHeard},
+		{"negative clause id", "One.", Heard{Position: Position{ClauseID: -1}, Clauses: []string{"One."}}, ErrBadHeard},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,7 +180,7 @@ func TestHistoryCutInterrupted(t *testing.T) {
 		Utterance{Speaker: Agent, Text: full, TurnID: 1},
 	)
 	ws, we := spanOf(t, clauses[1], "3.5", 0)
-	u, _, err := h.CutInterrupted(Heard{TurnID: 1, ClauseID: 1, Clauses: clauses, WordStart: ws, WordEnd: we, WordFraction: 0.2}, AlignOptions{})
+	u, _, err := h.CutInterrupted(Heard{Position: Position{TurnID: 1, ClauseID: 1, WordStart: ws, WordEnd: we, WordFraction: 0.2}, Clauses: clauses}, AlignOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestHistoryCutInterrupted(t *testing.T) {
 	}
 
 	// A later report that heard more starts again from the full text.
-	u, _, err = h.CutInterrupted(Heard{TurnID: 1, ClauseID: 1, Clauses: clauses, WordStart: ws, WordEnd: we, WordFraction: 1}, AlignOptions{})
+	u, _, err = h.CutInterrupted(Heard{Position: Position{TurnID: 1, ClauseID: 1, WordStart: ws, WordEnd: we, WordFraction: 1}, Clauses: clauses}, AlignOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestHistoryCutInterrupted(t *testing.T) {
 	}
 
 	// A turn that was never stored is stored from its clauses.
-	u, i, err := h.CutInterrupted(Heard{TurnID: 2, ClauseID: 0, Clauses: []string{"Great job!", "Next one."}, WordStart: 6, WordEnd: 9, WordFraction: 1}, AlignOptions{})
+	u, i, err := h.CutInterrupted(Heard{Position: Position{TurnID: 2, ClauseID: 0, WordStart: 6, WordEnd: 9, WordFraction: 1}, Clauses: []string{"Great job!", "Next one."}}, AlignOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,8 +213,49 @@ func TestHistoryCutInterrupted(t *testing.T) {
 		t.Errorf("new turn %+v at %d", u, i)
 	}
 
-	if _, _, err := h.CutInterrupted(Heard{TurnID: 1, Clauses: []string{"Different text."}}, AlignOptions{}); !errors.Is(err, ErrClauseMismatch) {
+	if _, _, err := h.CutInterrupted(Heard{Position: Position{TurnID: 1}, Clauses: []string{"Different text."}}, AlignOptions{}); !errors.Is(err, ErrClauseMismatch) {
 		t.Errorf("mismatch: %v", err)
+	}
+}
+
+// TestHeardTextIsWhatTheHistoryKeeps: the text shown for a turn while it plays
+// (HeardText) is what cutting it there would store, half-heard words included when
+// enough of them was heard, and the cut utterance keeps the times it was heard.
+func TestHeardTextIsWhatTheHistoryKeeps(t *testing.T) {
+	clauses := []string{"Once upon a time,", "there was a dragon."}
+	start, end := time.Unix(100, 0), time.Unix(103, 0)
+	for _, tc := range []struct {
+		name string
+		at   Position
+		opts AlignOptions
+		want string
+	}{
+		{"first word under way", Position{ClauseID: 0, WordStart: 0, WordEnd: 4, WordFraction: 0.2}, AlignOptions{}, ""},
+		{"half a word is heard", Position{ClauseID: 0, WordStart: 5, WordEnd: 9, WordFraction: 0.5}, AlignOptions{}, "Once upon"},
+		{"only whole words", Position{ClauseID: 0, WordStart: 5, WordEnd: 9, WordFraction: 0.5}, AlignOptions{MinWordFraction: 1}, "Once"},
+		{"punctuation waits for the clause's end", Position{ClauseID: 1, WordStart: 0, WordEnd: 5, WordFraction: 0.1}, AlignOptions{}, "Once upon a time,"},
+		{"a pause after a clause", Position{ClauseID: 0, WordStart: 17, WordEnd: 17}, AlignOptions{}, "Once upon a time,"},
+		{"the last word heard", Position{ClauseID: 1, WordStart: 12, WordEnd: 18, WordFraction: 1}, AlignOptions{}, "Once upon a time, there was a dragon."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shown, err := HeardText(clauses, tc.at, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if shown != tc.want {
+				t.Errorf("shown %q, want %q", shown, tc.want)
+			}
+			h := NewHistory(mustFormat(t, "llama2"), "S")
+			heard := Heard{Position: tc.at, Clauses: clauses, Start: start, End: end}
+			heard.TurnID = 2
+			u, _, err := h.CutInterrupted(heard, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Text != shown || !u.Start.Equal(start) || !u.End.Equal(end) {
+				t.Errorf("stored %q heard %v–%v, shown %q heard %v–%v", u.Text, u.Start, u.End, shown, start, end)
+			}
+		})
 	}
 }
 
@@ -223,7 +265,7 @@ func FuzzAlign(f *testing.F) {
 	f.Add("我很好，谢谢。", "我很好，|谢谢。", 1, 1, 2, 0.9)
 	f.Add("a  b", " a |b ", 0, 0, 0, 0.0)
 	f.Fuzz(func(t *testing.T, full, joined string, clause, ws, we int, fraction float64) {
-		h := Heard{ClauseID: clause, Clauses: strings.Split(joined, "|"), WordStart: ws, WordEnd: we, WordFraction: fraction}
+		h := Heard{Position: Position{ClauseID: clause, WordStart: ws, WordEnd: we, WordFraction: fraction}, Clauses: strings.Split(joined, "|")}
 		got, err := Align(full, h, AlignOptions{})
 		if err != nil {
 			if !errors.Is(err, ErrClauseMismatch) && !errors.Is(err, ErrBadHeard) {

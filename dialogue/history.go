@@ -212,8 +212,9 @@ func (h *History) AgentUtterance(turn int) (Utterance, bool) {
 // CutInterrupted stores only what the user heard of agent turn heard.TurnID (see Align)
 // and marks it interrupted. When the turn was not stored yet, it is appended, with the
 // clauses joined as its generated text. Cutting again starts from the full generated
-// text, so a later, longer report replaces an earlier one. It returns the stored
-// utterance and its index.
+// text, so a later, longer report replaces an earlier one. The utterance takes the times
+// heard gives (those it had stay when heard gives none). It returns the stored utterance
+// and its index.
 func (h *History) CutInterrupted(heard Heard, opts AlignOptions) (Utterance, int, error) {
 	i := h.agentIndex(heard.TurnID)
 	full := JoinClauses(heard.Clauses)
@@ -228,7 +229,8 @@ func (h *History) CutInterrupted(heard Heard, opts AlignOptions) (Utterance, int
 		return Utterance{}, -1, fmt.Errorf("dialogue: turn %d: %w", heard.TurnID, err)
 	}
 	if i < 0 {
-		u := Utterance{Speaker: Agent, TurnID: heard.TurnID, Text: res.Text, FullText: full, Interrupted: true}
+		u := Utterance{Speaker: Agent, TurnID: heard.TurnID, Text: res.Text, FullText: full, Interrupted: true,
+			Start: heard.Start, End: heard.End}
 		i, err = h.Append(u)
 		if err != nil {
 			return Utterance{}, -1, err
@@ -239,6 +241,9 @@ func (h *History) CutInterrupted(heard Heard, opts AlignOptions) (Utterance, int
 	u.FullText = full
 	u.Text = res.Text
 	u.Interrupted = true
+	if !heard.Start.IsZero() {
+		u.Start, u.End = heard.Start, heard.End
+	}
 	return *u, i, nil
 }
 

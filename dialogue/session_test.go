@@ -293,7 +293,7 @@ func TestAutoSave(t *testing.T) {
 			t.Fatalf("after %d appends the saved session has %d utterances", i+1, loaded.History.Len())
 		}
 	}
-	if _, err := s.CutInterrupted(ctx, Heard{TurnID: 3, Clauses: []string{"a3"}, WordStart: 0, WordEnd: 2, WordFraction: 0.1}); err != nil {
+	if _, err := s.CutInterrupted(ctx, Heard{Position: Position{TurnID: 3, WordStart: 0, WordEnd: 2, WordFraction: 0.1}, Clauses: []string{"a3"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.SetSystemPrompt(ctx, "T"); err != nil {

@@ -275,6 +275,10 @@ func (s *Store) AppendUtterance(ctx context.Context, u Utterance) error {
 	return waitSaved(ctx, saved)
 }
 
+// AlignOptions returns how the store cuts an interrupted turn back to what was heard
+// (StoreConfig.Align), for whoever shows a turn as the history will keep it (HeardText).
+func (s *Store) AlignOptions() AlignOptions { return s.cfg.Align }
+
 // CutInterrupted stores only what the user heard of an interrupted agent turn (see Align
 // and History.CutInterrupted) and returns the stored utterance.
 func (s *Store) CutInterrupted(ctx context.Context, heard Heard) (Utterance, error) {

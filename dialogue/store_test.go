@@ -82,14 +82,14 @@ func TestStoreOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := strings.Index(clauses[1], "count")
-	u, err := s.CutInterrupted(ctx, Heard{TurnID: 1, ClauseID: 1, Clauses: clauses, WordStart: ws, WordEnd: ws + 5, WordFraction: 0.8})
+	u, err := s.CutInterrupted(ctx, Heard{Position: Position{TurnID: 1, ClauseID: 1, WordStart: ws, WordEnd: ws + 5, WordFraction: 0.8}, Clauses: clauses})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if u.Text != "So do I! Let us count" || !u.Interrupted {
 		t.Errorf("cut %+v", u)
 	}
-	if _, err := s.CutInterrupted(ctx, Heard{TurnID: 1, Clauses: []string{"other"}}); !errors.Is(err, ErrClauseMismatch) {
+	if _, err := s.CutInterrupted(ctx, Heard{Position: Position{TurnID: 1}, Clauses: []string{"other"}}); !errors.Is(err, ErrClauseMismatch) {
 		t.Errorf("mismatch: %v", err)
 	}
 	if err := s.AppendUtterance(ctx, Utterance{Speaker: User, Text: "wait", TurnID: 2}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/parley-voice/parley/engines/llama"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/metrics"
+	"github.com/parley-voice/parley/metrics/latency"
 	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/hold"
 	"github.com/parley-voice/parley/modules/llm"
@@ -55,7 +56,8 @@ type IO struct {
 	Input iu.Module
 	// Speaker plays the agent's audio and reports progress; its name must be NameSpeaker.
 	Speaker iu.Module
-	// Console, when set, shows the conversation (it reads every module's output).
+	// Console, when set, shows the conversation (it reads the recogniser, the manager
+	// and the LLM).
 	Console iu.Module
 	Clock   clock.Clock
 	Logger  *zap.Logger
@@ -90,7 +92,9 @@ type Agent struct {
 	Store   *dialogue.Store
 	Manager *manager.Module
 	// Latencies times every exchange (an observer of the network).
-	Latencies *manager.LatencyObserver
+	Latencies *latency.Observer
+	// Origin is the clock time the session's timeline starts at (Outcome.Origin).
+	Origin time.Time
 	// SessionDir is where the session is saved ("" when it is not).
 	SessionDir string
 	// AEC is the echo canceller (nil when echo is not cancelled); its Cost says what
@@ -412,15 +416,16 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	llmCfg.Clauses.FirstMaxWords = cfg.LLM.FirstClauseMaxWords
 	llmCfg.Prefill = predictive
 	llmMod := llm.NewModule(NameLLM, eng.LLM, store, llmCfg)
-	mgrOpts := manager.Options{Turns: cfg.TurnTaking}
+	mgrOpts := manager.Options{Turns: cfg.TurnTaking, Origin: clk.Now()}
 	if predictive {
 		mgrOpts.EndOfTurnFrom = NameTurnEnd
 	}
 	mgr := manager.New(NameManager, store, mgrOpts)
 	a.Manager = mgr
+	a.Origin = mgrOpts.Origin
 	a.speaker = io.Speaker
 	_, virtual := clk.(clock.Scheduler)
-	a.Latencies = manager.NewLatencyObserver(manager.LatencyOptions{LLM: NameLLM, Origin: clk.Now(), OnTurn: io.OnMetrics,
+	a.Latencies = latency.New(latency.Options{LLM: NameLLM, Origin: mgrOpts.Origin, OnTurn: io.OnMetrics,
 		VirtualClock: virtual, Logger: log.Named(nameMetrics)})
 
 	opts := []iu.Option{iu.WithClock(clk), iu.WithLogger(log), iu.WithObserver(a.Latencies)}
@@ -508,7 +513,8 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 			[2]string{NameASR, NameLLM})
 	}
 	if io.Console != nil {
-		for _, from := range []string{NameASR, NameManager, NameLLM, NameSpeaker} {
+		// The agent's words come from the manager (its agent-turn IUs), not from the speaker.
+		for _, from := range []string{NameASR, NameManager, NameLLM} {
 			links = append(links, [2]string{from, NameConsole})
 		}
 	}

@@ -19,11 +19,11 @@ import (
 	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/asr"
-	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/overlap"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/turnend"
 	"github.com/parley-voice/parley/modules/vad"
+	"github.com/parley-voice/parley/turntaking"
 	"github.com/parley-voice/parley/userdirs"
 	"go.yaml.in/yaml/v3"
 )
@@ -50,14 +50,14 @@ var Pipelines = []string{Predictive, Incremental, TurnBased}
 // Config is the agent's configuration file.
 type Config struct {
 	// Pipeline is predictive (the default), incremental or turn-based.
-	Pipeline   string         `yaml:"pipeline"`
-	Audio      AudioConfig    `yaml:"audio"`
-	VAD        vad.Config     `yaml:"vad"`
-	ASR        asr.Config     `yaml:"asr"`
-	LLM        LLMConfig      `yaml:"llm"`
-	TTS        tts.Config     `yaml:"tts"`
-	Dialogue   DialogueConfig `yaml:"dialogue"`
-	TurnTaking manager.Config `yaml:"turn_taking"`
+	Pipeline   string            `yaml:"pipeline"`
+	Audio      AudioConfig       `yaml:"audio"`
+	VAD        vad.Config        `yaml:"vad"`
+	ASR        asr.Config        `yaml:"asr"`
+	LLM        LLMConfig         `yaml:"llm"`
+	TTS        tts.Config        `yaml:"tts"`
+	Dialogue   DialogueConfig    `yaml:"dialogue"`
+	TurnTaking turntaking.Config `yaml:"turn_taking"`
 	// Overlap weighs the user's sounds over the agent (backchannels, noise, real
 	// interruptions) for the turn-taking policy.
 	Overlap overlap.Config `yaml:"overlap"`
@@ -238,7 +238,7 @@ func Default(paths userdirs.Paths) Config {
 			RemoveWords: []string{"*", "#"},
 		},
 		Pipeline:   Predictive,
-		TurnTaking: manager.DefaultConfig(),
+		TurnTaking: turntaking.DefaultConfig(),
 		Overlap:    defaultOverlap(),
 		EndOfTurn:  turnend.DefaultConfig(),
 		Session:    SessionConfig{Dir: paths.Sessions, AutoSave: true},
@@ -476,7 +476,7 @@ func WithPipeline(cfg Config, name string) Config {
 		cfg.TurnTaking.BargeIn.MinWords = 0
 		// The classic barge-in: the agent pauses at the user's first sound and stops
 		// after the minimum duration, whatever the sound was.
-		cfg.TurnTaking.BargeIn.Hold = manager.HoldPause
+		cfg.TurnTaking.BargeIn.Hold = turntaking.HoldPause
 		cfg.Overlap.Enabled = false
 	}
 	return cfg
@@ -490,11 +490,11 @@ func defaultOverlap() overlap.Config {
 }
 
 // validBargeIn checks the soft barge-in settings.
-func validBargeIn(b manager.BargeInConfig) error {
+func validBargeIn(b turntaking.BargeInConfig) error {
 	switch b.Hold {
-	case "", manager.HoldDuck, manager.HoldPause:
+	case "", turntaking.HoldDuck, turntaking.HoldPause:
 	default:
-		return fmt.Errorf("hold %q (want %s or %s)", b.Hold, manager.HoldDuck, manager.HoldPause)
+		return fmt.Errorf("hold %q (want %s or %s)", b.Hold, turntaking.HoldDuck, turntaking.HoldPause)
 	}
 	if b.DuckGain > 0 || b.DuckGain < -60 || b.DuckGain != b.DuckGain {
 		return fmt.Errorf("duck_gain %g dB (want -60 to 0)", b.DuckGain)

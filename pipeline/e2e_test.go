@@ -24,10 +24,10 @@ import (
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/llm"
-	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/vad"
+	"github.com/parley-voice/parley/turntaking"
 	"github.com/parley-voice/parley/userdirs"
 )
 
@@ -395,7 +395,7 @@ type asrWord = asr.Word
 
 func TestReplayReengagesAfterSilence(t *testing.T) {
 	cfg := demoConfig(t)
-	cfg.TurnTaking.Reengage = manager.ReengageConfig{After: 4 * time.Second, Text: "Are you still there?", Max: 1}
+	cfg.TurnTaking.Reengage = turntaking.ReengageConfig{After: 4 * time.Second, Text: "Are you still there?", Max: 1}
 	shared := testenv.SharedDir(t)
 	scenario := writeScenario(t, 12, filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5)
 	res, _ := runReplay(t, cfg, scenario)
@@ -407,8 +407,9 @@ func TestReplayReengagesAfterSilence(t *testing.T) {
 		t.Fatalf("history %q: want the question, the answer and one re-engagement", got)
 	}
 	// It came about four seconds after the answer ended.
-	answer, again := res.Transcript[1], res.Transcript[2]
-	if gap := again.Start - answer.End; gap < 4*time.Second || gap > 5*time.Second {
+	tr := res.Transcript()
+	answer, again := tr[1], tr[2]
+	if gap := again.Start.Sub(answer.End); gap < 4*time.Second || gap > 5*time.Second {
 		t.Errorf("re-engaged %v after the answer ended, want about 4 s", gap)
 	}
 }

@@ -63,6 +63,13 @@ func (l *liveLaptop) Observe(at time.Time, m iu.Message) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, up := range m.Updates {
+		if pl, ok := up.IU.Payload.(manager.AgentTurn); ok && up.Type == iu.Commit {
+			// An agent turn is over.
+			select {
+			case l.turns <- pl:
+			default:
+			}
+		}
 		if up.Type != iu.Add {
 			continue
 		}
@@ -97,11 +104,6 @@ func (l *liveLaptop) Observe(at time.Time, m iu.Message) {
 				if a := l.audio["played"]; at >= 0 && at >= int64(len(a)) {
 					l.audio["played"] = append(append(a, make([]float32, at-int64(len(a)))...), pl.Audio.Samples...)
 				}
-			}
-		case manager.AgentTurn:
-			select {
-			case l.turns <- pl:
-			default:
 			}
 		case speaker.Progress:
 			if pl.State == speaker.Playing {
@@ -395,12 +397,12 @@ func TestLiveEchoThroughPulseAudio(t *testing.T) {
 			t.Logf("the agent's volume dipped for its own voice, and came back within %v: %q", flinch, flinches)
 		}
 		interrupted := 0
-		for _, e := range res.Transcript {
+		for _, e := range res.Transcript() {
 			if e.Interrupted {
 				interrupted++
 			}
 		}
-		switch users := userLines(res.Transcript); {
+		switch users := userLines(res.Transcript()); {
 		case interrupted > 1:
 			t.Errorf("%d interrupted agent turns, want 1 (the barge-in's)", interrupted)
 		case interrupted == 0 && users < 3:
@@ -493,7 +495,7 @@ func mustPactl(t *testing.T, srv *pulsetest.Server, args ...string) {
 }
 
 // userLines counts the user's lines of a transcript (backchannels aside).
-func userLines(tr []manager.Entry) int {
+func userLines(tr []dialogue.Utterance) int {
 	n := 0
 	for _, e := range tr {
 		if e.Speaker == dialogue.User && !e.Backchannel {

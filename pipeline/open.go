@@ -12,13 +12,13 @@ import (
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/asr/sphinx"
 	"github.com/parley-voice/parley/modules/asr/whispercpp"
-	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/overlap"
 	overlapsphinx "github.com/parley-voice/parley/modules/overlap/sphinx"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/tts/espeakng"
 	"github.com/parley-voice/parley/modules/vad"
 	"github.com/parley-voice/parley/modules/vad/silero"
+	"github.com/parley-voice/parley/turntaking"
 )
 
 // The module packages are pure Go; the functions here open the engines a configuration
@@ -160,7 +160,7 @@ func CheckAECEngine(engine string) error {
 // openOverlap makes the overlap module, decoding with pocketsphinx (the ASR's acoustic
 // model and dictionary) on a vocabulary of the barge-in's backchannels and interrupt
 // words.
-func openOverlap(name string, cfg overlap.Config, b manager.BargeInConfig, ps asr.PocketsphinxConfig) (*overlap.Module, func() error, error) {
+func openOverlap(name string, cfg overlap.Config, b turntaking.BargeInConfig, ps asr.PocketsphinxConfig) (*overlap.Module, func() error, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}

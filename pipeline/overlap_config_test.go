@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-voice/parley/modules/manager"
+	"github.com/parley-voice/parley/turntaking"
 )
 
 func TestSoftBargeInConfig(t *testing.T) {
@@ -14,14 +14,14 @@ func TestSoftBargeInConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := c.TurnTaking.BargeIn
-	if b.Hold != manager.HoldPause || b.DuckGain != -18 || b.Evidence.KeywordConfidence != 0.9 || c.Overlap.Hop != 30*time.Millisecond || !c.Dialogue.ShowBackchannels || !c.Overlap.Enabled {
+	if b.Hold != turntaking.HoldPause || b.DuckGain != -18 || b.Evidence.KeywordConfidence != 0.9 || c.Overlap.Hop != 30*time.Millisecond || !c.Dialogue.ShowBackchannels || !c.Overlap.Enabled {
 		t.Errorf("parsed %+v, overlap %+v", b, c.Overlap)
 	}
 	backs, interrupts := b.WordLists()
 	if len(backs) == 0 || interrupts[0] != "stopp" {
 		t.Errorf("German word lists: %v, %v", backs, interrupts)
 	}
-	if c := WithPipeline(testBase(t), TurnBased); c.Overlap.Enabled || c.TurnTaking.BargeIn.Hold != manager.HoldPause {
+	if c := WithPipeline(testBase(t), TurnBased); c.Overlap.Enabled || c.TurnTaking.BargeIn.Hold != turntaking.HoldPause {
 		t.Errorf("the turn-based baseline keeps the overlap module (%v) or ducks (%q)", c.Overlap.Enabled, c.TurnTaking.BargeIn.Hold)
 	}
 	for _, bad := range []string{

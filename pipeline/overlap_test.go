@@ -665,7 +665,7 @@ func soundTimeline(path string, from, to time.Duration) string {
 // heard, none of the user's phrases is stored as a backchannel, and the phrases are one
 // user turn. The pauses cut the sound, the overlap decodes of it drift and need not
 // agree on any word; the voice that keeps coming back past the longest backchannel
-// interrupts (modules/manager, voiceComebacks). Timing is logged, not judged: such a
+// interrupts (turntaking, voiceComebacks). Timing is logged, not judged: such a
 // barge-in says less in its first 400 ms than the ones TestSoundsOverTheAgent times.
 func TestHesitantBargeIns(t *testing.T) {
 	if testing.Short() {

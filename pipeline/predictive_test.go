@@ -149,7 +149,7 @@ func TestWithdrawnReplyLeavesNoTrace(t *testing.T) {
 	if first < 0 {
 		t.Fatal("agent.wav is silent")
 	}
-	userEnd := res.Transcript[0].End
+	userEnd := res.SessionTime(res.Transcript()[0].End)
 	if at := audio.SamplesToDuration(int64(first), agentAudio.Rate); at < userEnd {
 		t.Fatalf("agent audio at %v, before the user's turn ended (%v): a withdrawn reply was heard", at, userEnd)
 	}

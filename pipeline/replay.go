@@ -22,7 +22,6 @@ import (
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/console"
-	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/recorder"
 	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/speaker"
@@ -59,15 +58,17 @@ type ReplayOptions struct {
 	Voice func(tts.Engine) tts.Engine
 }
 
-// Outcome is what a session left: the conversation as said and heard, its latencies,
-// the history, and where the session was saved.
+// Outcome is what a session left: its latencies, the history (the conversation as said
+// and heard: Transcript), and where the session was saved.
 type Outcome struct {
-	Transcript []manager.Entry
-	Metrics    []metrics.Turn
+	Metrics []metrics.Turn
 	// Speculation counts the replies prepared while the user might still be speaking.
 	Speculation metrics.Speculation
 	History     *dialogue.History
-	SessionDir  string
+	// Origin is the clock time the session's timeline starts at: an utterance's Start
+	// and End less Origin are where it lies on it (SessionTime).
+	Origin     time.Time
+	SessionDir string
 	// SpeakerUnderruns counts the times the output ran dry while the agent's audio
 	// was waiting to be played (the speaker module was late).
 	SpeakerUnderruns int64
@@ -76,11 +77,29 @@ type Outcome struct {
 	VADMaxLag time.Duration
 }
 
+// Transcript returns the conversation as the history keeps it, each utterance with when
+// it was said and heard (nil without a history).
+func (o Outcome) Transcript() []dialogue.Utterance {
+	if o.History == nil {
+		return nil
+	}
+	return o.History.Utterances()
+}
+
+// SessionTime returns clock time t on the session's timeline (0 for a zero t: an agent
+// turn nobody heard has no times).
+func (o Outcome) SessionTime(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Sub(o.Origin)
+}
+
 // outcome reads what agent left after its Run returned.
 func (a *Agent) outcome(ctx context.Context) (Outcome, error) {
 	h, err := a.Store.Snapshot(ctx)
-	o := Outcome{Transcript: a.Manager.Transcript(), Metrics: a.Latencies.Turns(), Speculation: a.Latencies.Speculation(),
-		History: h, SessionDir: a.SessionDir}
+	o := Outcome{Metrics: a.Latencies.Turns(), Speculation: a.Latencies.Speculation(),
+		History: h, Origin: a.Origin, SessionDir: a.SessionDir}
 	if s, ok := a.speaker.(interface{ Underruns() int64 }); ok {
 		o.SpeakerUnderruns = s.Underruns()
 	}
@@ -254,12 +273,12 @@ func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
 
 	var tb strings.Builder
 	tw := tabwriter.NewWriter(&tb, 2, 4, 2, ' ', 0)
-	for _, e := range res.Transcript {
+	for _, e := range res.Transcript() {
 		who := "user"
 		if e.Speaker == dialogue.Agent {
 			who = "agent"
 		}
-		fmt.Fprintf(tw, "%6.2f–%6.2f\t%s\t%d\t%s", e.Start.Seconds(), e.End.Seconds(), who, e.TurnID, e.Text)
+		fmt.Fprintf(tw, "%6.2f–%6.2f\t%s\t%d\t%s", res.SessionTime(e.Start).Seconds(), res.SessionTime(e.End).Seconds(), who, e.TurnID, e.Text)
 		if e.Backchannel {
 			fmt.Fprint(tw, "\t(backchannel)")
 		}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
-	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/internal/pulsetest"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/metrics"
@@ -19,7 +18,6 @@ import (
 	"github.com/parley-voice/parley/modules/recorder"
 	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/speaker"
-	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/pipeline"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -486,8 +484,8 @@ type deviceProbe struct {
 	// tails are the speaker's pause and stop reports with a tail: when they were sent
 	// and when the tail ends on the output timeline.
 	tails []tailReport
-	// answering holds the agent turns asked for (Respond, or a fixed text) whose
-	// AgentTurn has not come; quiet are closed when it empties.
+	// answering holds the agent turns under way (the manager's agent-turn IUs added
+	// and not yet committed); quiet are closed when it empties.
 	answering    map[int]struct{}
 	quietWaiters []chan struct{}
 }
@@ -518,24 +516,21 @@ func (d *deviceProbe) Observe(at time.Time, m iu.Message) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, up := range m.Updates {
+		if rec, ok := up.IU.Payload.(manager.AgentTurn); ok {
+			// The manager's agent-turn IU: ADDed when it asks for a turn, COMMITted when
+			// the turn is over.
+			switch up.Type {
+			case iu.Add:
+				d.startTurn(rec.TurnID)
+			case iu.Commit:
+				d.endTurn(rec.TurnID)
+			}
+			continue
+		}
 		if up.Type != iu.Add {
 			continue
 		}
 		switch pl := up.IU.Payload.(type) {
-		case control.Command:
-			if pl.Action == control.Respond {
-				d.startTurn(pl.TurnID)
-			}
-		case tts.Text: // the manager re-engaging with a fixed text
-			d.startTurn(pl.TurnID)
-		case manager.AgentTurn:
-			delete(d.answering, pl.TurnID)
-			if len(d.answering) == 0 {
-				for _, ch := range d.quietWaiters {
-					close(ch)
-				}
-				d.quietWaiters = nil
-			}
 		case audio.Frame:
 			if m.From != pipeline.NameInput || pl.Captured.IsZero() || pl.Rate <= 0 {
 				continue
@@ -563,6 +558,18 @@ func (d *deviceProbe) startTurn(id int) {
 		d.answering = map[int]struct{}{}
 	}
 	d.answering[id] = struct{}{}
+}
+
+// endTurn notes that agent turn id is over, and wakes those waiting for quiet when no
+// turn is under way.
+func (d *deviceProbe) endTurn(id int) {
+	delete(d.answering, id)
+	if len(d.answering) == 0 {
+		for _, ch := range d.quietWaiters {
+			close(ch)
+		}
+		d.quietWaiters = nil
+	}
 }
 
 // fill writes what the probe saw into devices.

@@ -61,8 +61,8 @@ func TestLiveBenchScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := run.Result
-	for _, e := range res.Transcript {
-		t.Logf("%6.2f–%6.2f speaker %v turn %d: %q interrupted=%v", e.Start.Seconds(), e.End.Seconds(), e.Speaker, e.TurnID, e.Text, e.Interrupted)
+	for _, e := range res.Transcript() {
+		t.Logf("%6.2f–%6.2f speaker %v turn %d: %q interrupted=%v", res.SessionTime(e.Start).Seconds(), res.SessionTime(e.End).Seconds(), e.Speaker, e.TurnID, e.Text, e.Interrupted)
 	}
 	for _, m := range res.Metrics {
 		t.Logf("latencies: %s", m)

@@ -9,9 +9,12 @@
 // while the agent was speaking waits until the agent's turn is printed, and an agent line
 // waits for the user's line that was already under way when the agent started.
 //
-// A finished line is exactly what the dialogue history stored (the manager's agent-turn
-// and user-turn IUs): for an interrupted agent turn, the words the listener heard; a
-// backchannel the user gave while the agent spoke is marked as one.
+// The agent's line is the manager's agent-turn IU: while the turn plays, what the
+// listener heard so far as the history would keep it were the turn cut then; when the
+// turn is over, what the history stored. A finished line is exactly what the dialogue
+// history stored (the manager's agent-turn and user-turn IUs): for an interrupted agent
+// turn, the words the listener heard; a backchannel the user gave while the agent spoke
+// is marked as one.
 package console
 
 import (
@@ -25,7 +28,7 @@ import (
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/manager"
-	"github.com/parley-voice/parley/modules/speaker"
+	"github.com/parley-voice/parley/turntaking"
 )
 
 // Module renders the conversation on a Terminal.
@@ -44,17 +47,16 @@ func (m *Module) Name() string { return m.name }
 type screen struct {
 	m      *Module
 	origin time.Time
-	state  manager.State
+	state  turntaking.State
 
 	words     asr.WordList // the user's words so far in the utterance in progress
 	userStart time.Duration
 
-	// The agent turn being heard, as the speaker reports it (live lines only; the
-	// finished line comes from the manager).
+	// The agent turn being heard (0: none), what of it was heard so far, and when it
+	// began to be heard: the manager's open agent-turn IU (live lines only; the finished
+	// line is its COMMIT).
 	agentTurn  int
-	doneTurn   int            // the newest agent turn already printed for good
-	agentHeard map[int]string // clause id → text heard so far (whole words)
-	agentOrder []int
+	agentText  string
 	agentStart time.Duration
 
 	order lineOrder // finished lines waiting for an earlier one still in progress
@@ -65,7 +67,7 @@ type screen struct {
 
 // Run implements iu.Module.
 func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
-	s := &screen{m: m, origin: p.Now(), agentHeard: map[int]string{}}
+	s := &screen{m: m, origin: p.Now()}
 	defer m.term.ClearLive()
 	for {
 		ev, err := p.Next(ctx, time.Time{})
@@ -126,10 +128,11 @@ func (s *screen) update(now time.Duration, up iu.Update) {
 		default:
 			s.finished(pl.Start, fmt.Sprintf("[%6.2fs] you   › %s", pl.Start.Seconds(), pl.Text))
 		}
-	case speaker.Progress:
-		s.heard(pl)
 	case manager.AgentTurn:
-		if up.Type == iu.Add {
+		switch up.Type {
+		case iu.Add, iu.UpdatePayload:
+			s.agentHeard(pl)
+		case iu.Commit:
 			s.agentEnded(pl)
 		}
 	case manager.TurnState:
@@ -142,27 +145,16 @@ func (s *screen) update(now time.Duration, up iu.Update) {
 	}
 }
 
-// heard follows the agent's words as the speaker reports them heard.
-func (s *screen) heard(pr speaker.Progress) {
-	t := pr.Text
-	if t == nil || t.TurnID <= s.doneTurn {
-		return // audio without text, or late reports about a turn already printed
+// agentHeard follows the agent's turn as the listener hears it.
+func (s *screen) agentHeard(a manager.AgentTurn) {
+	if !a.Heard {
+		return // asked for, not heard yet
 	}
-	if t.TurnID != s.agentTurn {
-		s.agentTurn = t.TurnID
-		s.agentHeard = map[int]string{}
-		s.agentOrder = nil
-		s.agentStart = pr.Pos
+	if a.TurnID != s.agentTurn {
+		s.agentTurn = a.TurnID
+		s.agentStart = a.Start
 	}
-	if _, seen := s.agentHeard[t.ClauseID]; !seen {
-		s.agentOrder = append(s.agentOrder, t.ClauseID)
-	}
-	// Whole words only: the word in progress shows once it has been heard to its end.
-	end := t.Start
-	if t.Start == t.End || t.Fraction >= 1 {
-		end = t.End
-	}
-	s.agentHeard[t.ClauseID] = t.Clause[:end]
+	s.agentText = a.Text
 	if s.words.Len() == 0 {
 		s.drawLive(s.agentLine())
 	}
@@ -172,10 +164,8 @@ func (s *screen) heard(pr speaker.Progress) {
 func (s *screen) agentEnded(a manager.AgentTurn) {
 	if a.TurnID == s.agentTurn {
 		s.agentTurn = 0
-		s.agentHeard = map[int]string{}
-		s.agentOrder = nil
+		s.agentText = ""
 	}
-	s.doneTurn = max(s.doneTurn, a.TurnID)
 	if !a.Stored {
 		s.drawLive(s.status())
 		return // the listener heard none of it
@@ -228,13 +218,13 @@ func (s *screen) redraw() {
 
 func (s *screen) status() string {
 	switch s.state {
-	case manager.UserSpeaking:
+	case turntaking.UserSpeaking:
 		return "● you are speaking"
-	case manager.SilenceAfterUser:
+	case turntaking.SilenceAfterUser:
 		return "● thinking…"
-	case manager.AgentSpeaking:
+	case turntaking.AgentSpeaking:
 		return "● agent speaking"
-	case manager.Overlap:
+	case turntaking.Overlap:
 		return "● both speaking"
 	default:
 		return "● listening"
@@ -249,18 +239,8 @@ func (s *screen) userLine() string {
 	return fmt.Sprintf("[%6.2fs] you   › %s…", s.userStart.Seconds(), strings.Join(texts, " "))
 }
 
-func (s *screen) agentText() string {
-	parts := make([]string, 0, len(s.agentOrder))
-	for _, id := range s.agentOrder {
-		if t := strings.TrimSpace(s.agentHeard[id]); t != "" {
-			parts = append(parts, t)
-		}
-	}
-	return strings.Join(parts, " ")
-}
-
 func (s *screen) agentLine() string {
-	return fmt.Sprintf("[%6.2fs] agent › %s", s.agentStart.Seconds(), s.agentText())
+	return fmt.Sprintf("[%6.2fs] agent › %s", s.agentStart.Seconds(), s.agentText)
 }
 
 // drawLive shows the line in progress (terminals only).

@@ -2,15 +2,18 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
+	"github.com/parley-voice/parley/turntaking"
 )
 
 // step makes one batch of updates for the feeder to send; ius holds the IUs by name, so
@@ -68,29 +71,65 @@ func word(name string, typ iu.UpdateType, w asr.Word) step {
 	}
 }
 
+// heard is a speaker's report that the listener hears turn's text at a position.
 func heard(turn, clause int, text string, start, end int, fraction float64, pos time.Duration) step {
 	return added(speaker.Progress{State: speaker.Playing, Pos: pos,
-		Text: &speaker.HeardText{TurnID: turn, ClauseID: clause, Clause: text, Start: start, End: end, Fraction: fraction}})
+		Text: &dialogue.Position{TurnID: turn, ClauseID: clause, Clause: text, WordStart: start, WordEnd: end, WordFraction: fraction}})
+}
+
+// agentHeard opens (ADD) or updates the manager's agent-turn IU of turn with what the
+// listener heard so far, first heard at start.
+func agentHeard(turn int, text string, start time.Duration) step {
+	return func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
+		name := fmt.Sprintf("agent %d", turn)
+		rec := manager.AgentTurn{TurnID: turn, Heard: true, Text: text, Start: start}
+		u, open := ius[name]
+		if !open {
+			ius[name] = p.NewIU(rec)
+			return []iu.Update{iu.AddOf(ius[name])}
+		}
+		up := iu.UpdateOf(u, rec)
+		ius[name] = up.IU
+		return []iu.Update{up}
+	}
+}
+
+// agentClosed commits the agent-turn IU of rec's turn with what the history stored
+// (ADDing it first when it was never heard).
+func agentClosed(rec manager.AgentTurn) step {
+	rec.Closed = true
+	return func(p *iu.Ports, ius map[string]iu.IU) []iu.Update {
+		name := fmt.Sprintf("agent %d", rec.TurnID)
+		u, open := ius[name]
+		delete(ius, name)
+		if !open {
+			u = p.NewIU(rec)
+			return []iu.Update{iu.AddOf(u), iu.CommitOf(u)}
+		}
+		u.Payload = rec
+		return []iu.Update{iu.CommitOf(u)}
+	}
 }
 
 // TestConsolePrintsWhatWasStored: the agent's line is what the manager says the history
-// stored, whatever the speaker's reports showed while it spoke.
+// stored, whatever was heard of it while it spoke; the speaker's own reports change
+// nothing.
 func TestConsolePrintsWhatWasStored(t *testing.T) {
 	const clause = "Once upon a time, there was a dragon."
 	got := run(t, false,
 		added(asr.Utterance{Text: "tell me a story", Start: 1190 * time.Millisecond}),
 		added(manager.UserTurn{TurnID: 1, Text: "tell me a story", Start: 1190 * time.Millisecond}),
-		heard(2, 0, clause, 0, 4, 1, 3*time.Second),
+		agentHeard(2, "Once", 3*time.Second),
 		added(asr.Utterance{Text: "none of them", Start: 3100 * time.Millisecond}), // a hum: no line
-		heard(2, 0, clause, 10, 11, 0.7, 3500*time.Millisecond),
-		added(manager.AgentTurn{TurnID: 2, InReplyTo: 1, Text: "Once upon a", FullText: clause, Interrupted: true, Stored: true, Start: 3020 * time.Millisecond}),
-		added(manager.UserTurn{TurnID: 2, Text: "mm-hmm", Backchannel: true, Sound: manager.SoundHum, Start: 3100 * time.Millisecond}),
+		agentHeard(2, "Once upon a", 3*time.Second),
+		agentClosed(manager.AgentTurn{TurnID: 2, InReplyTo: 1, Text: "Once upon a", FullText: clause, Interrupted: true, Stored: true, Start: 3020 * time.Millisecond}),
+		added(manager.UserTurn{TurnID: 2, Text: "mm-hmm", Backchannel: true, Sound: turntaking.SoundHum, Start: 3100 * time.Millisecond}),
 		added(asr.Utterance{Text: "the", Start: 3300 * time.Millisecond}), // a knock: no line
-		added(manager.UserTurn{TurnID: 2, Backchannel: true, Sound: manager.SoundNoise, Start: 3300 * time.Millisecond}),
+		added(manager.UserTurn{TurnID: 2, Backchannel: true, Sound: turntaking.SoundNoise, Start: 3300 * time.Millisecond}),
 		heard(2, 0, clause, 12, 16, 1, 3600*time.Millisecond), // late: the turn is printed
 		added(asr.Utterance{Text: "   "}),
-		added(manager.AgentTurn{TurnID: 4, InReplyTo: 3, FullText: "Sure.", Interrupted: true, Stored: false}),
-		added(manager.AgentTurn{TurnID: 6, InReplyTo: 5, Text: "The end.", FullText: "The end.", Stored: true, Start: 9 * time.Second}),
+		agentClosed(manager.AgentTurn{TurnID: 4, InReplyTo: 3, FullText: "Sure.", Interrupted: true, Stored: false}),
+		agentClosed(manager.AgentTurn{TurnID: 6, InReplyTo: 5, Text: "The end.", FullText: "The end.", Stored: true, Start: 9 * time.Second}),
 	)
 	want := "[  1.19s] you   › tell me a story\n" +
 		"[  3.02s] agent › Once upon a —(interrupted)\n" +
@@ -105,7 +144,6 @@ func TestConsolePrintsWhatWasStored(t *testing.T) {
 // redrawn in place; an agent turn the session ended in the middle of is marked as not
 // stored.
 func TestConsoleLiveLines(t *testing.T) {
-	const clause = "Once upon a time."
 	got := run(t, true,
 		word("tell", iu.Add, asr.Word{Text: "tel", Start: 1190 * time.Millisecond}),
 		word("tell", iu.UpdatePayload, asr.Word{Text: "tell", Start: 1190 * time.Millisecond}),
@@ -113,8 +151,8 @@ func TestConsoleLiveLines(t *testing.T) {
 		word("me", iu.Revoke, asr.Word{Text: "me"}),
 		added(asr.Utterance{Text: "tell", Start: 1190 * time.Millisecond}),
 		added(manager.UserTurn{TurnID: 1, Text: "tell", Start: 1190 * time.Millisecond}),
-		heard(2, 0, clause, 0, 4, 1, 3*time.Second),
-		heard(2, 0, clause, 5, 9, 0.5, 3200*time.Millisecond),
+		agentHeard(2, "Once", 3*time.Second),
+		agentHeard(2, "Once", 3*time.Second),
 	)
 	for _, want := range []string{
 		"\r\x1b[K[  1.19s] you   › tel…",
@@ -139,20 +177,20 @@ func TestConsoleLinesInTimeOrder(t *testing.T) {
 		got := run(t, tty,
 			added(asr.Utterance{Text: "tell me a story", Start: 1190 * time.Millisecond}),
 			added(manager.UserTurn{TurnID: 1, Text: "tell me a story", Start: 1190 * time.Millisecond}),
-			heard(2, 0, clause, 0, 4, 1, 2*time.Second),
+			agentHeard(2, "Once", 2*time.Second),
 			word("stop", iu.Add, asr.Word{Text: "stop", Start: 3 * time.Second}),
-			heard(2, 0, clause, 5, 9, 1, 3200*time.Millisecond),
+			agentHeard(2, "Once upon", 2*time.Second),
 			// The user's utterance is final while the agent still speaks.
 			added(asr.Utterance{Text: "stop", Start: 3 * time.Second}),
-			heard(2, 0, clause, 10, 11, 1, 3400*time.Millisecond),
-			added(manager.AgentTurn{TurnID: 2, InReplyTo: 1, Text: "Once upon a", FullText: clause, Interrupted: true, Stored: true, Start: 2 * time.Second}),
+			agentHeard(2, "Once upon a", 2*time.Second),
+			agentClosed(manager.AgentTurn{TurnID: 2, InReplyTo: 1, Text: "Once upon a", FullText: clause, Interrupted: true, Stored: true, Start: 2 * time.Second}),
 			// The manager stores the user's words after the agent turn they cut.
 			added(manager.UserTurn{TurnID: 3, Text: "stop", Start: 3 * time.Second}),
 			// An agent turn that starts while the user's next words are under way waits
 			// for the user's line.
 			word("and", iu.Add, asr.Word{Text: "and", Start: 5 * time.Second}),
-			heard(4, 0, "Yes.", 0, 4, 1, 6*time.Second),
-			added(manager.AgentTurn{TurnID: 4, InReplyTo: 3, Text: "Yes.", FullText: "Yes.", Stored: true, Start: 6 * time.Second}),
+			agentHeard(4, "Yes.", 6*time.Second),
+			agentClosed(manager.AgentTurn{TurnID: 4, InReplyTo: 3, Text: "Yes.", FullText: "Yes.", Stored: true, Start: 6 * time.Second}),
 			added(asr.Utterance{Text: "and then", Start: 5 * time.Second}),
 			added(manager.UserTurn{TurnID: 5, Text: "and then", Start: 5 * time.Second}),
 		)

@@ -13,6 +13,7 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/clock"
 	"github.com/parley-voice/parley/control"
+	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/iu"
 	"go.uber.org/zap/zaptest"
 )
@@ -34,8 +35,8 @@ func (a testAudio) String() string    { return a.name }
 
 // HeardAt makes testAudio a Speech payload: its "text" is its name, and the position
 // the offset itself, so that reports show exactly what they were asked for.
-func (a testAudio) HeardAt(offset int) HeardText {
-	return HeardText{TurnID: a.turn, Clause: a.name, Start: offset, End: offset, Fraction: float64(offset) / float64(a.f.Len())}
+func (a testAudio) HeardAt(offset int) dialogue.Position {
+	return dialogue.Position{TurnID: a.turn, Clause: a.name, WordStart: offset, WordEnd: offset, WordFraction: float64(offset) / float64(a.f.Len())}
 }
 
 // signal returns n samples at rate whose values are unique to (id, index), so that a

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/iu"
 )
 
@@ -57,20 +58,7 @@ type Turned interface {
 type Speech interface {
 	// HeardAt returns where in its text the listener is after hearing offset samples of
 	// the payload's audio.
-	HeardAt(offset int) HeardText
-}
-
-// HeardText is a position in the agent's text, as the listener hears it.
-type HeardText struct {
-	// TurnID and ClauseID name the agent turn and the clause within it.
-	TurnID, ClauseID int
-	// Clause is the clause's text, which Start and End point into.
-	Clause string
-	// Start and End are the byte span in Clause of the word being heard. Equal values
-	// mean no word is in progress (a pause): the clause was heard up to Start.
-	Start, End int
-	// Fraction is the share of the word's audio heard so far, from 0 to 1 (0 in pauses).
-	Fraction float64
+	HeardAt(offset int) dialogue.Position
 }
 
 // Tentative is implemented by audio that may be withdrawn before anyone should hear it
@@ -135,7 +123,7 @@ type Progress struct {
 	// Text is where in the agent's text the listener is, when Item speaks text (a
 	// Speech payload): the word heard at Offset and how much of it. It is what the
 	// dialogue history keeps of an interrupted turn.
-	Text *HeardText
+	Text *dialogue.Position
 	// Gain is the level the listener hears at Pos relative to full volume, in dB: 0 at
 	// full volume, negative while the agent is ducked (or its ramp is under way).
 	Gain float64

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/internal/ellipsis"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/speaker"
@@ -127,15 +128,15 @@ var _ speaker.Speech = Chunk{}
 // HeardAt implements speaker.Speech: where in the clause the listener is after hearing
 // offset samples of the chunk. In silence, the clause was heard up to the end of the
 // last word spoken.
-func (c Chunk) HeardAt(offset int) speaker.HeardText {
-	h := speaker.HeardText{TurnID: c.TurnID, ClauseID: c.ClauseID, Clause: c.ClauseText}
+func (c Chunk) HeardAt(offset int) dialogue.Position {
+	h := dialogue.Position{TurnID: c.TurnID, ClauseID: c.ClauseID, Clause: c.ClauseText}
 	if c.WordIndex < 0 {
-		h.Start, h.End = c.CharEnd, c.CharEnd
+		h.WordStart, h.WordEnd = c.CharEnd, c.CharEnd
 		return h
 	}
-	h.Start, h.End = c.CharStart, c.CharEnd
+	h.WordStart, h.WordEnd = c.CharStart, c.CharEnd
 	if c.WordLength > 0 {
-		h.Fraction = float64(c.WordOffset+min(offset, c.Audio.Len())) / float64(c.WordLength)
+		h.WordFraction = float64(c.WordOffset+min(offset, c.Audio.Len())) / float64(c.WordLength)
 	}
 	return h
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/parley-voice/parley/modules/aec/internal/aectest"
 	"github.com/parley-voice/parley/modules/aec/measure"
 	"github.com/parley-voice/parley/modules/asr"
-	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/overlap"
 	"github.com/parley-voice/parley/modules/overlap/sphinx"
+	"github.com/parley-voice/parley/turntaking"
 )
 
 // linearOnly shows a canceller's linear output as its output, for measure.Run.
@@ -56,7 +56,7 @@ func TestLinearOutput(t *testing.T) {
 		t.Errorf("the linear output removes %.1f dB of echo, the cleaned audio %.1f dB: want 15 dB or more, and 10 dB less than the cleaned audio", linear.ERLE, plain.ERLE)
 	}
 
-	rec, err := sphinx.New(overlap.Vocabulary{Backchannels: manager.DefaultBackchannels["en"], Interrupt: manager.DefaultInterruptWords["en"]}, asr.DefaultPocketsphinxConfig())
+	rec, err := sphinx.New(overlap.Vocabulary{Backchannels: turntaking.DefaultBackchannels["en"], Interrupt: turntaking.DefaultInterruptWords["en"]}, asr.DefaultPocketsphinxConfig())
 	if err != nil {
 		testenv.Missing(t, "pocketsphinx with its US English model", err.Error())
 	}

@@ -17,20 +17,20 @@ import (
 	"github.com/parley-voice/parley/internal/voices"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
-	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/overlap"
 	"github.com/parley-voice/parley/modules/overlap/sphinx"
 	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/vad"
 	"github.com/parley-voice/parley/modules/vad/silero"
+	"github.com/parley-voice/parley/turntaking"
 )
 
 var virtualStart = time.Unix(1000, 0)
 
 // backchannels and interrupt words: the manager's defaults.
 var testVocabulary = overlap.Vocabulary{
-	Backchannels: manager.DefaultBackchannels["en"],
-	Interrupt:    manager.DefaultInterruptWords["en"],
+	Backchannels: turntaking.DefaultBackchannels["en"],
+	Interrupt:    turntaking.DefaultInterruptWords["en"],
 }
 
 func openRecognizer(t testing.TB) *sphinx.Recognizer {

@@ -326,7 +326,7 @@ func checkClause(t *testing.T, cfg tts.Config, chunks []tts.Chunk, run *synthesi
 			t.Fatalf("chunk %d: heard text %+v", i, h)
 		}
 		if c.WordIndex < 0 {
-			if c.WordOffset != 0 || c.WordLength != 0 || h.Start != c.CharEnd || h.End != c.CharEnd || h.Fraction != 0 {
+			if c.WordOffset != 0 || c.WordLength != 0 || h.WordStart != c.CharEnd || h.WordEnd != c.CharEnd || h.WordFraction != 0 {
 				t.Fatalf("chunk %d: silence with word offset %d, length %d, heard %+v", i, c.WordOffset, c.WordLength, h)
 			}
 			continue
@@ -337,7 +337,7 @@ func checkClause(t *testing.T, cfg tts.Config, chunks []tts.Chunk, run *synthesi
 			t.Fatalf("chunk %d of word %d: offset %d, length %d; %d samples before it, %d in all", i, w, c.WordOffset, c.WordLength, before[w], total[w])
 		}
 		before[w] += c.Audio.Len()
-		if want := float64(before[w]) / float64(c.WordLength); h.Start != c.CharStart || h.End != c.CharEnd || h.Fraction != want {
+		if want := float64(before[w]) / float64(c.WordLength); h.WordStart != c.CharStart || h.WordEnd != c.CharEnd || h.WordFraction != want {
 			t.Fatalf("chunk %d heard to its end: %+v, want the word %d..%d and fraction %g", i, h, c.CharStart, c.CharEnd, want)
 		}
 	}

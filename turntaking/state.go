@@ -1,4 +1,4 @@
-package manager
+package turntaking
 
 // State is the conversation state: who is speaking.
 type State uint8

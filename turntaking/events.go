@@ -1,4 +1,4 @@
-package manager
+package turntaking
 
 import (
 	"time"
@@ -6,7 +6,9 @@ import (
 	"github.com/parley-voice/parley/dialogue"
 )
 
-// Event is something the manager learns. Exactly one of the pointer fields is set.
+// Event is something the policy learns. Exactly one of the pointer fields is set. Times
+// (At, onsets, ends) are clock times; the spans of what is stored (Utterance.Start,
+// AudioHeard.Pos) are durations on the session's timeline, as the records keep them.
 type Event struct {
 	At time.Time
 
@@ -65,6 +67,12 @@ type Words struct {
 	All   []string
 }
 
+// ScoredWord is a recognised word with the recogniser's confidence (0–1; 0: none given).
+type ScoredWord struct {
+	Text       string
+	Confidence float32
+}
+
 // Utterance is the user's final, committed utterance.
 type Utterance struct {
 	Text string
@@ -111,96 +119,54 @@ type AudioHeard struct {
 	Pos time.Duration
 	// Heard is where in the turn's text the listener is (nil when the audio carries
 	// no text).
-	Heard *HeardWord
+	Heard *dialogue.Position
 }
 
 // Audible reports whether the listener hears the turn's audio: while it plays, and
 // during the tail of a pause or stop.
 func (h AudioHeard) Audible() bool { return h.Playing || h.Tail }
 
-// HeardWord is the speaker's report of the word being heard (see speaker.HeardText).
-type HeardWord struct {
-	ClauseID int
-	// Start and End are the word's byte span in the clause (equal in a pause).
-	Start, End int
-	// Fraction is the share of the word's audio heard.
-	Fraction float64
+// SoundKind is the overlap module's acoustic judgement of a sound.
+type SoundKind uint8
+
+const (
+	SoundUnknown SoundKind = iota
+	// SoundNoise: not a voice (a cough, a knock, a rustle).
+	SoundNoise
+	// SoundHum: a voice with the mouth closed ("mm-hmm", "hmm").
+	SoundHum
+	// SoundVoice: a voice, speech.
+	SoundVoice
+)
+
+func (k SoundKind) String() string {
+	switch k {
+	case SoundNoise:
+		return "noise"
+	case SoundHum:
+		return "hum"
+	case SoundVoice:
+		return "voice"
+	}
+	return "unknown"
 }
 
-// Action is something the manager wants done. Exactly one field is set.
-type Action struct {
-	Respond    *Respond
-	Pause      *ControlTurn
-	Resume     *ControlTurn
-	Interrupt  *ControlTurn
-	Duck       *Duck
-	Unduck     *ControlTurn
-	Prepare    *Prepare
-	Withdraw   *ControlTurn
-	AppendUser *AppendUser
-	// AppendBackchannel stores a backchannel (after the agent turn it accompanied).
-	AppendBackchannel *AppendBackchannel
-	CloseAgent        *CloseAgent
-	Say               *Say
-	State             *StateChange
-}
-
-// Respond asks for agent turn TurnID.
-type Respond struct {
-	TurnID int
-	Reason string
-}
-
-// Prepare asks for agent turn TurnID ahead, as the reply to the user's words Text,
-// before the user's turn surely ended: the reply stays unheard until a Respond for the
-// same turn confirms it, or a Withdraw drops it.
-type Prepare struct {
-	TurnID int
-	Text   string
-}
-
-// ControlTurn names the agent turn a pause, resume or interrupt is about.
-type ControlTurn struct {
-	TurnID int
-	Reason string
-}
-
-// AppendUser stores a user utterance as turn TurnID.
-type AppendUser struct {
-	TurnID int
-	Text   string
-	// Start and End span the user's speech on the session's timeline.
-	Start, End time.Duration
-}
-
-// CloseAgent ends agent turn TurnID: the history stores the whole turn, or for an
-// interrupted one only what the listener heard (Heard), or nothing when the listener
-// heard none of it.
-type CloseAgent struct {
-	TurnID int
-	// InReplyTo is the user turn the agent answered (0 for a re-engagement).
-	InReplyTo int
-	// Text is the whole turn: the generated reply (trimmed), or the fixed text of a
-	// re-engagement.
-	Text        string
-	Interrupted bool
-	// Heard is where the listener stopped hearing an interrupted turn, for the history
-	// to cut it there; nil when the turn was not interrupted, or the listener heard
-	// nothing of it (then it is not stored at all).
-	Heard *dialogue.Heard
-	// Start and End are when the listener heard the turn's audio, from its first to
-	// its last sample (session timeline).
-	Start, End time.Duration
-}
-
-// Say makes the agent speak a fixed text as turn TurnID (re-engagement).
-type Say struct {
-	TurnID int
-	Text   string
-}
-
-// StateChange reports the new conversation state.
-type StateChange struct {
-	From, To State
-	TurnID   int
+// OverlapSound is the overlap module's evidence so far about a sound the user makes
+// while the agent is audible (see package overlap).
+type OverlapSound struct {
+	// Onset is when the sound began (clock time).
+	Onset time.Time
+	Kind  SoundKind
+	// Words is the latest decode of the sound; DecodedTo how much of the sound it covered
+	// and Decodes how many decodes there were (a new number: a new decode).
+	Words     []ScoredWord
+	DecodedTo time.Duration
+	Decodes   int
+	// Ended: the sound has stopped (at End); it may start again until Final.
+	Ended bool
+	End   time.Time
+	// Dropped: the VAD withdrew it as too short to be speech.
+	Dropped bool
+	// Final: the module's last word on the sound.
+	Final bool
 }

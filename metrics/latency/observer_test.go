@@ -1,4 +1,4 @@
-package manager
+package latency
 
 import (
 	"testing"
@@ -10,17 +10,22 @@ import (
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/vad"
 )
 
-// TestLatencyObserver feeds the observer the IUs of two exchanges, the first with a
+var t0 = time.Unix(1000, 0)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+// TestObserver feeds the observer the IUs of two exchanges, the first with a
 // barge-in that a noise candidate precedes, in the order the modules send them, and
 // checks every time it takes from them.
-func TestLatencyObserver(t *testing.T) {
+func TestObserver(t *testing.T) {
 	var reported []metrics.Turn
-	o := NewLatencyObserver(LatencyOptions{LLM: "llm", Origin: t0, OnTurn: func(m metrics.Turn) { reported = append(reported, m) }})
+	o := New(Options{LLM: "llm", Origin: t0, OnTurn: func(m metrics.Turn) { reported = append(reported, m) }})
 	seq := 0
 	send := func(from string, ms int, typ iu.UpdateType, p iu.Payload) {
 		seq++
@@ -39,6 +44,7 @@ func TestLatencyObserver(t *testing.T) {
 	// utterance at 1750, and the agent's turn 2 is asked for at once.
 	send("vad", 1700, iu.Add, vad.EndOfTurn{SpeechEnd: ms(1000)})
 	send("asr", 1750, iu.Add, asr.Utterance{Text: "tell me a story"})
+	send("manager", 1750, iu.Add, manager.AgentTurn{TurnID: 2, InReplyTo: 1})
 	send("manager", 1750, iu.Add, control.Command{Action: control.Respond, TurnID: 2})
 	send("llm", 1800, iu.Add, llm.Clause{TurnID: 2, ClauseID: 0, Text: "Once"})
 	send("llm", 1900, iu.Commit, llm.Clause{TurnID: 2, ClauseID: 0, Text: "Once upon a time,"})
@@ -46,7 +52,9 @@ func TestLatencyObserver(t *testing.T) {
 	send("tts", 1910, iu.Add, chunk(2))
 	send("tts", 1920, iu.Add, chunk(2)) // not the first
 	send("speaker", 2000, iu.Add, progress(2, speaker.Playing, 2000, false))
+	send("manager", 2000, iu.UpdatePayload, manager.AgentTurn{TurnID: 2, InReplyTo: 1, Heard: true, Start: ms(2000), End: ms(2000)})
 	send("speaker", 2100, iu.Add, progress(2, speaker.Playing, 2100, false))
+	send("manager", 2100, iu.UpdatePayload, manager.AgentTurn{TurnID: 2, InReplyTo: 1, Text: "Once", Heard: true, Start: ms(2000), End: ms(2100)})
 	// A candidate that is noise pauses the agent; its pause is not a barge-in.
 	send("vad", 2500, iu.Add, vad.Candidate{Start: ms(2480)})
 	send("speaker", 2510, iu.Add, progress(2, speaker.Paused, 2550, true))
@@ -58,20 +66,24 @@ func TestLatencyObserver(t *testing.T) {
 	send("vad", 3230, iu.Commit, vad.Candidate{Start: ms(2980)})
 	send("vad", 3230, iu.Add, vad.Segment{Start: ms(2980)})
 	send("speaker", 3300, iu.Add, progress(2, speaker.Stopped, 3300, false))
-	send("manager", 3400, iu.Add, AgentTurn{TurnID: 2, InReplyTo: 1, Interrupted: true, Stored: true})
+	send("manager", 3400, iu.Commit, manager.AgentTurn{TurnID: 2, InReplyTo: 1, Interrupted: true, Closed: true, Stored: true})
 	// Exchange 2, without a barge-in.
 	send("vad", 5700, iu.Add, vad.EndOfTurn{SpeechEnd: ms(5000)})
 	send("asr", 5710, iu.Add, asr.Utterance{Text: "go on"})
+	send("manager", 5710, iu.Add, manager.AgentTurn{TurnID: 4, InReplyTo: 3})
 	send("manager", 5710, iu.Add, control.Command{Action: control.Respond, TurnID: 4})
 	send("llm", 5720, iu.Add, llm.Clause{TurnID: 4, ClauseID: 0, Text: "And"})
 	send("llm", 5730, iu.Commit, llm.Clause{TurnID: 4, ClauseID: 0, Text: "And then."})
 	send("tts", 5740, iu.Add, chunk(4))
 	send("speaker", 5800, iu.Add, progress(4, speaker.Playing, 5800, false))
-	send("manager", 7000, iu.Add, AgentTurn{TurnID: 4, InReplyTo: 3, Stored: true})
+	send("manager", 5800, iu.UpdatePayload, manager.AgentTurn{TurnID: 4, InReplyTo: 3, Heard: true, Start: ms(5800), End: ms(5800)})
+	send("manager", 7000, iu.Commit, manager.AgentTurn{TurnID: 4, InReplyTo: 3, Closed: true, Stored: true})
 	// A re-engagement: no exchange of its own.
+	send("manager", 12000, iu.Add, manager.AgentTurn{TurnID: 5, Fixed: true, FullText: "Still there?"})
 	send("manager", 12000, iu.Add, tts.Text{TurnID: 5, Text: "Still there?"})
 	send("speaker", 12100, iu.Add, progress(5, speaker.Playing, 12100, false))
-	send("manager", 13000, iu.Add, AgentTurn{TurnID: 5, Stored: true})
+	send("manager", 12100, iu.UpdatePayload, manager.AgentTurn{TurnID: 5, Fixed: true, FullText: "Still there?", Heard: true, Start: ms(12100), End: ms(12100)})
+	send("manager", 13000, iu.Commit, manager.AgentTurn{TurnID: 5, Fixed: true, Closed: true, Stored: true})
 
 	want := []metrics.Turn{
 		{UserTurn: 1, AgentTurn: 2, UserSpeechEnd: at(1000), EndOfTurn: at(1700), ASRFinal: at(1750), Respond: at(1750),
@@ -94,11 +106,11 @@ func TestLatencyObserver(t *testing.T) {
 	}
 }
 
-// TestLatencyObserverCountsStreamTimesFromTheMicrophonesFirstSample: a microphone opens
+// TestObserverCountsStreamTimesFromTheMicrophonesFirstSample: a microphone opens
 // after the network started; the user's stream times count from its first captured
 // sample, so that voice-to-voice is not read too long by the device's opening time.
-func TestLatencyObserverCountsStreamTimesFromTheMicrophonesFirstSample(t *testing.T) {
-	o := NewLatencyObserver(LatencyOptions{LLM: "llm", Origin: t0})
+func TestObserverCountsStreamTimesFromTheMicrophonesFirstSample(t *testing.T) {
+	o := New(Options{LLM: "llm", Origin: t0})
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	send := func(from string, at time.Time, typ iu.UpdateType, p iu.Payload) {
 		o.Observe(at, iu.Message{From: from, Updates: []iu.Update{{Type: typ, IU: iu.IU{ID: "x/1", Payload: p, Created: at}}}})
@@ -108,10 +120,12 @@ func TestLatencyObserverCountsStreamTimesFromTheMicrophonesFirstSample(t *testin
 	send("input", at(100), iu.Add, audio.Frame{Rate: 16000, Channels: 1, Start: 320, Captured: at(100), Samples: make([]float32, 320)})
 	send("vad", at(1700), iu.Add, vad.EndOfTurn{SpeechEnd: ms(1000)})
 	send("asr", at(1750), iu.Add, asr.Utterance{Text: "hello"})
+	send("manager", at(1750), iu.Add, manager.AgentTurn{TurnID: 2, InReplyTo: 1})
 	send("manager", at(1750), iu.Add, control.Command{Action: control.Respond, TurnID: 2})
 	chunk := tts.Chunk{TurnID: 2, Audio: audio.Frame{Rate: 22050, Channels: 1, Samples: make([]float32, 441)}}
 	send("speaker", at(2000), iu.Add, speaker.Progress{State: speaker.Playing, Heard: "tts/1", Item: chunk, Length: 441, Pos: ms(2000)})
-	send("manager", at(2500), iu.Add, AgentTurn{TurnID: 2, InReplyTo: 1, Stored: true})
+	send("manager", at(2000), iu.UpdatePayload, manager.AgentTurn{TurnID: 2, InReplyTo: 1, Heard: true, Start: ms(2000), End: ms(2000)})
+	send("manager", at(2500), iu.Commit, manager.AgentTurn{TurnID: 2, InReplyTo: 1, Closed: true, Stored: true})
 	got := o.Turns()
 	if len(got) != 1 {
 		t.Fatalf("%d exchanges, want 1", len(got))
@@ -121,12 +135,12 @@ func TestLatencyObserverCountsStreamTimesFromTheMicrophonesFirstSample(t *testin
 	}
 }
 
-// TestLatencyObserverTimesAPreparedReply: a reply prepared while the user paused has its
+// TestObserverTimesAPreparedReply: a reply prepared while the user paused has its
 // first clause and chunk before the Respond that confirms it; they count from the
 // preparation that was confirmed (not one the changed words withdrew), the LLM took no
 // time after the Respond, and the TTS's first chunk counts from the prepared clause.
-func TestLatencyObserverTimesAPreparedReply(t *testing.T) {
-	o := NewLatencyObserver(LatencyOptions{LLM: "llm", Origin: t0})
+func TestObserverTimesAPreparedReply(t *testing.T) {
+	o := New(Options{LLM: "llm", Origin: t0})
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	send := func(from, id string, ms int, typ iu.UpdateType, p iu.Payload, groundedIn ...iu.ID) {
 		o.Observe(at(ms), iu.Message{From: from, Updates: []iu.Update{{Type: typ, IU: iu.IU{ID: iu.ID(id), Payload: p, Created: at(ms), GroundedIn: groundedIn}}}})
@@ -150,11 +164,13 @@ func TestLatencyObserverTimesAPreparedReply(t *testing.T) {
 	// The turn ends with the prepared words.
 	send("vad", "turn-end/1", 1500, iu.Add, vad.EndOfTurn{SpeechEnd: ms(1000)})
 	send("asr", "asr/1", 1500, iu.Add, asr.Utterance{Text: "what time is it"})
+	send("manager", "manager/6", 1501, iu.Add, manager.AgentTurn{TurnID: 2, InReplyTo: 1})
 	send("manager", "manager/4", 1501, iu.Add, control.Command{Action: control.Respond, TurnID: 2})
 	send("llm", "llm/2", 1502, iu.Commit, llm.Clause{TurnID: 2, Text: "Ten o'clock.", Prepared: true}, "manager/3")
 	send("tts", "tts/2", 1503, iu.Add, chunk, "llm/2")
 	send("speaker", "speaker/1", 1560, iu.Add, speaker.Progress{State: speaker.Playing, Heard: "tts/1", Item: chunk, Length: 441, Pos: ms(1560)})
-	send("manager", "manager/5", 2500, iu.Add, AgentTurn{TurnID: 2, InReplyTo: 1, Stored: true})
+	send("manager", "manager/6", 1560, iu.UpdatePayload, manager.AgentTurn{TurnID: 2, InReplyTo: 1, Heard: true, Start: ms(1560), End: ms(1560)})
+	send("manager", "manager/6", 2500, iu.Commit, manager.AgentTurn{TurnID: 2, InReplyTo: 1, Closed: true, Stored: true})
 	got := o.Turns()
 	if len(got) != 1 {
 		t.Fatalf("%d exchanges, want 1", len(got))

@@ -1,4 +1,4 @@
-package manager
+package turntaking
 
 import (
 	"strings"
@@ -31,8 +31,13 @@ type agentTurn struct {
 	// listener heard its audio (session timeline).
 	played                bool
 	firstHeard, lastHeard time.Duration
-	// position is where in the text the speaker's latest report put the listener.
-	position *HeardWord
+	// position is where in the text the speaker's latest report put the listener, and
+	// spoken the texts of the clauses the reports named, by clause id.
+	position *dialogue.Position
+	spoken   []string
+	// shown is the heard text last reported (AgentHeard), shownAny whether one was.
+	shown    string
+	shownAny bool
 
 	finished bool // the listener heard the last chunk to its end
 	// clausesHeard counts the clauses heard to their end (the highest, plus one).
@@ -42,31 +47,47 @@ type agentTurn struct {
 	stopped      bool // the speaker's final report after the interrupt arrived
 }
 
-// agentActive reports whether an agent turn is under way and not yet interrupted.
-func (t *Turns) agentActive() bool { return t.agent != nil && !t.agent.interrupted }
-
-func (t *Turns) handleReply(r *Reply, acts []Action) []Action {
-	a := t.agent
-	if a == nil || a.id != r.TurnID {
-		return acts
+// newReengagement returns the record of a re-engagement: a fixed text, or (text "") a
+// turn the LLM generates.
+func newReengagement(id int, text string) *agentTurn {
+	if text == "" {
+		return &agentTurn{id: id}
 	}
+	return &agentTurn{id: id, fixedText: text, replied: true, reply: Reply{TurnID: id, Text: text}}
+}
+
+// begin is the action announcing the turn.
+func (a *agentTurn) begin() Action {
+	return Action{BeginAgent: &BeginAgent{TurnID: a.id, InReplyTo: a.inReplyTo, Fixed: a.fixedText}}
+}
+
+// takeReply records the LLM's reply.
+func (a *agentTurn) takeReply(r *Reply) {
 	a.replied = true
 	a.reply = *r
 	if !a.audioQueued && !a.interrupted && strings.TrimSpace(r.Text) == "" {
 		a.finished = true // nothing to say, nothing to hear
 	}
 	a.checkAllHeard()
-	return t.maybeCloseAgent(acts)
 }
 
-func (t *Turns) handleAudio(ev Event, acts []Action) []Action {
-	h := ev.Audio
-	a := t.agent
-	if a == nil || a.id != h.TurnID {
-		return acts
-	}
-	if h.Heard != nil {
-		a.position = h.Heard
+// queued records that audio of the turn exists.
+func (a *agentTurn) queued(last bool) {
+	a.audioQueued = true
+	a.lastQueued = a.lastQueued || last
+}
+
+// hear takes the speaker's report; it reports whether the turn was heard to its end by
+// it.
+func (a *agentTurn) hear(h *AudioHeard) (finishedNow bool) {
+	if p := h.Heard; p != nil {
+		a.position = p
+		for len(a.spoken) <= p.ClauseID {
+			a.spoken = append(a.spoken, "")
+		}
+		if p.ClauseID >= 0 {
+			a.spoken[p.ClauseID] = p.Clause
+		}
 	}
 	if h.Playing {
 		if !a.played {
@@ -81,20 +102,16 @@ func (t *Turns) handleAudio(ev Event, acts []Action) []Action {
 	a.audible = h.Audible()
 	if a.audible {
 		a.heard = true
-		t.lastActivity = ev.At
-		if t.state != Overlap {
-			acts = t.setState(AgentSpeaking, acts)
-		}
 	}
 	a.clausesHeard = max(a.clausesHeard, h.ClausesHeard)
 	if h.Finished || (!a.finished && a.checkAllHeard()) {
 		a.finished = true
-		t.lastActivity = ev.At
+		finishedNow = true
 	}
 	if h.Stopped {
 		a.stopped = true
 	}
-	return t.maybeCloseAgent(acts)
+	return finishedNow
 }
 
 // checkAllHeard marks a replied turn whose committed clauses were all heard to their end
@@ -107,36 +124,38 @@ func (a *agentTurn) checkAllHeard() bool {
 	return true
 }
 
-// maybeCloseAgent stores the agent turn once everything about it is known.
-func (t *Turns) maybeCloseAgent(acts []Action) []Action {
-	a := t.agent
-	if a == nil {
-		return acts
+// heardChange returns what the listener heard so far, cut as the history would cut it
+// (cut), when it changed since last reported; nil when it did not, or nothing was
+// played yet.
+func (a *agentTurn) heardChange(cut dialogue.AlignOptions) *AgentHeard {
+	if !a.played {
+		return nil
 	}
-	done := false
+	text := a.shown
+	if p := a.position; p != nil && p.ClauseID >= 0 {
+		if t, err := dialogue.HeardText(a.spoken[:p.ClauseID+1], *p, cut); err == nil {
+			text = t
+		}
+	}
+	if a.shownAny && text == a.shown {
+		return nil
+	}
+	a.shown, a.shownAny = text, true
+	return &AgentHeard{TurnID: a.id, Text: text, Start: a.firstHeard, End: a.lastHeard}
+}
+
+// done reports whether everything about the turn is known, so that it can be closed;
+// userWaits says the user spoke after it without interrupting it.
+func (a *agentTurn) done(userWaits bool) bool {
 	switch {
 	case a.interrupted:
 		// The reply text and the speaker's final report are both needed to cut the turn.
-		done = a.replied && (a.stopped || !a.heard)
-	case t.pendingUser != nil:
-		// The user spoke after the agent's turn without interrupting it.
-		done = a.replied && (a.finished || !a.audioQueued)
+		return a.replied && (a.stopped || !a.heard)
+	case userWaits:
+		return a.replied && (a.finished || !a.audioQueued)
 	default:
-		done = a.replied && a.finished && (a.lastQueued || !a.audioQueued)
+		return a.replied && a.finished && (a.lastQueued || !a.audioQueued)
 	}
-	if !done {
-		return acts
-	}
-	t.agent = nil
-	t.barge = nil
-	acts = append(acts, Action{CloseAgent: a.close()})
-	acts = t.flushBackchannels(acts)
-	t.agentSpokeLast = a.heard || !a.interrupted
-	if u := t.pendingUser; u != nil {
-		t.pendingUser = nil
-		return t.startReply(u, acts)
-	}
-	return t.settle(acts)
 }
 
 // close says how the history keeps the turn.
@@ -152,9 +171,9 @@ func (a *agentTurn) close() *CloseAgent {
 		if a.fixedText != "" {
 			clauses = []string{a.fixedText}
 		}
-		p := a.position
-		c.Heard = &dialogue.Heard{TurnID: a.id, ClauseID: p.ClauseID, Clauses: clauses,
-			WordStart: p.Start, WordEnd: p.End, WordFraction: p.Fraction}
+		p := *a.position
+		p.TurnID = a.id
+		c.Heard = &dialogue.Heard{Position: p, Clauses: clauses}
 	}
 	return c
 }

@@ -1,4 +1,8 @@
-package manager
+// Package latency times each exchange of a conversation (metrics.Turn) from the IUs the
+// modules send, as an iu.Observer: it takes no part in the conversation. It reads the
+// payloads of the modules it times, so it lives beside package metrics, which stays
+// free of them (the benchmarks and the summaries need no module).
+package latency
 
 import (
 	"slices"
@@ -6,20 +10,20 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
-
 	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/vad"
 	"go.uber.org/zap"
 )
 
-// LatencyOptions configure a LatencyObserver.
-type LatencyOptions struct {
+// Options configure an Observer.
+type Options struct {
 	// LLM is the name of the LLM module: its clauses time the LLM (the turn-based
 	// pipeline's hold module sends the same clauses again, later).
 	LLM string
@@ -35,17 +39,18 @@ type LatencyOptions struct {
 	Logger       *zap.Logger
 }
 
-// LatencyObserver times each exchange of a conversation (metrics.Turn: the user's turn
-// and the agent's reply to it, and a barge-in over that reply) from the IUs the modules
-// send: an iu.Observer, so that the timing takes no part in the manager's decisions.
+// Observer times each exchange of a conversation (metrics.Turn: the user's turn and the
+// agent's reply to it, and a barge-in over that reply) from the IUs the modules send.
 // Register it with iu.WithObserver; read Turns after the network ran.
 //
-// An exchange starts with the user's utterance (its end of turn before it); the
-// manager's Respond command gives it its agent turn, and the manager's agent-turn IU
-// ends it. The agent turn under way is the one the latest Respond (or re-engagement
-// text) named, until its agent-turn IU.
-type LatencyObserver struct {
-	opts LatencyOptions
+// An exchange starts with the user's utterance (its end of turn before it) and is the
+// agent turn's that the manager begins next: the manager's agent-turn IU says when that
+// turn is asked for (its ADD, just before the Respond), when the listener first hears
+// it (its UPDATEs), and when it is over (its COMMIT). The LLM's clauses, the TTS's
+// chunks, the VAD's candidates and segments and the speaker's pauses and stops time the
+// steps in between.
+type Observer struct {
+	opts Options
 
 	mu         sync.Mutex // Observe runs on every sending module's goroutine
 	pendingEOT *endOfTurnTimes
@@ -85,23 +90,23 @@ type agentTimes struct {
 	bargeTimed, confirmedBarge bool
 }
 
-// NewLatencyObserver returns an observer with opts.
-func NewLatencyObserver(opts LatencyOptions) *LatencyObserver {
+// New returns an observer with opts.
+func New(opts Options) *Observer {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	return &LatencyObserver{opts: opts, agents: map[int]*agentTimes{}, early: map[int]*earlyTimes{}}
+	return &Observer{opts: opts, agents: map[int]*agentTimes{}, early: map[int]*earlyTimes{}}
 }
 
 // Speculation returns the counts of replies prepared ahead.
-func (o *LatencyObserver) Speculation() metrics.Speculation {
+func (o *Observer) Speculation() metrics.Speculation {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.spec
 }
 
 // Turns returns the latencies of every exchange whose agent turn ended, in order.
-func (o *LatencyObserver) Turns() []metrics.Turn {
+func (o *Observer) Turns() []metrics.Turn {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]metrics.Turn(nil), o.turns...)
@@ -109,10 +114,10 @@ func (o *LatencyObserver) Turns() []metrics.Turn {
 
 // onOutput returns the clock time of the speaker's output timeline position d (it counts
 // from the network's start).
-func (o *LatencyObserver) onOutput(d time.Duration) time.Time { return o.opts.Origin.Add(d) }
+func (o *Observer) onOutput(d time.Duration) time.Time { return o.opts.Origin.Add(d) }
 
 // at returns the clock time of input stream position d.
-func (o *LatencyObserver) at(d time.Duration) time.Time {
+func (o *Observer) at(d time.Duration) time.Time {
 	if !o.streamOrigin.IsZero() {
 		return o.streamOrigin.Add(d)
 	}
@@ -120,7 +125,7 @@ func (o *LatencyObserver) at(d time.Duration) time.Time {
 }
 
 // Observe implements iu.Observer.
-func (o *LatencyObserver) Observe(at time.Time, m iu.Message) {
+func (o *Observer) Observe(at time.Time, m iu.Message) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, up := range m.Updates {
@@ -129,7 +134,7 @@ func (o *LatencyObserver) Observe(at time.Time, m iu.Message) {
 }
 
 // update takes one update sent at at.
-func (o *LatencyObserver) update(at time.Time, from string, up iu.Update) {
+func (o *Observer) update(at time.Time, from string, up iu.Update) {
 	u := up.IU
 	switch pl := u.Payload.(type) {
 	case audio.Frame:
@@ -181,27 +186,14 @@ func (o *LatencyObserver) update(at time.Time, from string, up iu.Update) {
 		if up.Type == iu.Add && pl.Action == control.Withdraw {
 			delete(o.early, pl.TurnID)
 		}
-		if up.Type == iu.Add && pl.Action == control.Respond {
-			a := &agentTimes{turn: o.lastUser}
-			o.lastUser = nil
-			if a.turn != nil {
-				a.turn.AgentTurn = pl.TurnID
-				a.turn.Respond = u.Created
-				if e := o.early[pl.TurnID]; e != nil {
-					a.turn.Prepared = true
-					a.turn.FirstToken, a.turn.FirstClause, a.turn.FirstChunk = e.firstToken, e.firstClause, e.firstChunk
-				}
-			}
-			delete(o.early, pl.TurnID)
-			o.agents[pl.TurnID] = a
-			o.current = pl.TurnID
-		}
-	case tts.Text:
-		// The manager re-engaging with a fixed text: nothing the user said led to it.
-		if up.Type == iu.Add {
-			o.lastUser = nil
-			o.agents[pl.TurnID] = &agentTimes{}
-			o.current = pl.TurnID
+	case manager.AgentTurn:
+		switch up.Type {
+		case iu.Add:
+			o.begun(u, pl)
+		case iu.UpdatePayload:
+			o.heard(pl)
+		case iu.Commit:
+			o.ended(pl)
 		}
 	case llm.Clause:
 		if from != o.opts.LLM || pl.ClauseID != 0 {
@@ -251,14 +243,48 @@ func (o *LatencyObserver) update(at time.Time, from string, up iu.Update) {
 		}
 	case speaker.Progress:
 		o.progress(pl)
-	case AgentTurn:
-		if up.Type == iu.Add {
-			o.ended(pl)
-		}
 	}
 }
 
-func (o *LatencyObserver) progress(pr speaker.Progress) {
+// begun starts following the agent turn the manager asks for, created at u: the
+// exchange of the latest utterance, unless the turn says a fixed text (a re-engagement,
+// which nothing the user said led to).
+func (o *Observer) begun(u iu.IU, rec manager.AgentTurn) {
+	if rec.Fixed {
+		o.lastUser = nil
+		o.agents[rec.TurnID] = &agentTimes{}
+		o.current = rec.TurnID
+		return
+	}
+	a := &agentTimes{turn: o.lastUser}
+	o.lastUser = nil
+	if a.turn != nil {
+		a.turn.AgentTurn = rec.TurnID
+		a.turn.Respond = u.Created
+		if e := o.early[rec.TurnID]; e != nil {
+			a.turn.Prepared = true
+			a.turn.FirstToken, a.turn.FirstClause, a.turn.FirstChunk = e.firstToken, e.firstClause, e.firstChunk
+		}
+	}
+	delete(o.early, rec.TurnID)
+	o.agents[rec.TurnID] = a
+	o.current = rec.TurnID
+}
+
+// heard notes when the listener first heard the agent turn, from the manager's record.
+func (o *Observer) heard(rec manager.AgentTurn) {
+	a := o.agents[rec.TurnID]
+	if a == nil || !rec.Heard || a.heard {
+		return
+	}
+	a.heard = true
+	if a.turn != nil {
+		a.turn.FirstAudible = o.onOutput(rec.Start)
+	}
+}
+
+// progress times a barge-in's silence: when the output fell silent after its onset.
+func (o *Observer) progress(pr speaker.Progress) {
 	c, ok := pr.Item.(tts.Chunk)
 	if !ok {
 		return
@@ -266,12 +292,6 @@ func (o *LatencyObserver) progress(pr speaker.Progress) {
 	a := o.agents[c.TurnID]
 	if a == nil {
 		return
-	}
-	if pr.State == speaker.Playing && !a.heard {
-		a.heard = true
-		if a.turn != nil {
-			a.turn.FirstAudible = o.onOutput(pr.Pos)
-		}
 	}
 	if (pr.State == speaker.Paused || pr.State == speaker.Stopped) && a.turn != nil &&
 		!a.turn.BargeInOnset.IsZero() && !a.bargeTimed {
@@ -283,7 +303,7 @@ func (o *LatencyObserver) progress(pr speaker.Progress) {
 }
 
 // ended closes the exchange of an agent turn that is over.
-func (o *LatencyObserver) ended(rec AgentTurn) {
+func (o *Observer) ended(rec manager.AgentTurn) {
 	a := o.agents[rec.TurnID]
 	delete(o.agents, rec.TurnID)
 	if o.current == rec.TurnID {

@@ -1,10 +1,13 @@
-package manager
+package turntaking
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-voice/parley/control"
+	"github.com/parley-voice/parley/dialogue"
 )
 
 // pausing is the default configuration with the voice held by pausing it, as the
@@ -20,14 +23,14 @@ func describeSoft(acts []Action) []string {
 	var out []string
 	for _, a := range acts {
 		switch {
-		case a.Duck != nil:
-			out = append(out, fmt.Sprintf("duck %d %.0f", a.Duck.TurnID, a.Duck.Gain))
-		case a.Unduck != nil:
-			out = append(out, fmt.Sprintf("unduck %d", a.Unduck.TurnID))
-		case a.AppendBackchannel != nil && a.AppendBackchannel.Text == "":
-			out = append(out, fmt.Sprintf("noise %d", a.AppendBackchannel.TurnID))
-		case a.AppendBackchannel != nil:
-			out = append(out, fmt.Sprintf("backchannel %d %q %s", a.AppendBackchannel.TurnID, a.AppendBackchannel.Text, a.AppendBackchannel.Sound))
+		case a.Command != nil && a.Command.Action == control.Duck:
+			out = append(out, fmt.Sprintf("duck %d %.0f", a.Command.TurnID, a.Command.Gain))
+		case a.Command != nil && a.Command.Action == control.Unduck:
+			out = append(out, fmt.Sprintf("unduck %d", a.Command.TurnID))
+		case a.Backchannel != nil && a.Backchannel.Text == "":
+			out = append(out, fmt.Sprintf("noise %d", a.Backchannel.TurnID))
+		case a.Backchannel != nil:
+			out = append(out, fmt.Sprintf("backchannel %d %q %s", a.Backchannel.TurnID, a.Backchannel.Text, a.Backchannel.Sound))
 		default:
 			out = append(out, describe([]Action{a})...)
 		}
@@ -818,32 +821,32 @@ func TestSoftBargeIns(t *testing.T) {
 			if tt.cfg != nil {
 				tt.cfg(&cfg)
 			}
-			turns := NewTurns(cfg)
+			policy := New(cfg, dialogue.AlignOptions{})
 			for i, s := range tt.steps {
 				var acts []Action
 				if s.tick {
-					acts = turns.Tick(at(s.ms))
+					acts = policy.Tick(at(s.ms))
 				} else {
 					s.ev.At = at(s.ms)
-					acts = turns.Handle(s.ev)
+					acts = policy.Handle(s.ev)
 				}
 				got := describeSoft(acts)
 				if strings.Join(got, "; ") != strings.Join(s.want, "; ") {
 					t.Fatalf("step %d at %d ms: actions %q, want %q", i, s.ms, got, s.want)
 				}
-				if d := turns.Deadline(); !d.IsZero() && !d.After(at(s.ms)) && !s.tick {
+				if d := policy.Deadline(); !d.IsZero() && !d.After(at(s.ms)) && !s.tick {
 					// A deadline already passed would wake the module at once, for nothing.
-					acts := turns.Tick(at(s.ms))
+					acts := policy.Tick(at(s.ms))
 					if len(describeSoft(acts)) > 0 {
 						t.Fatalf("step %d at %d ms: a passed deadline %v acts: %q", i, s.ms, d, describeSoft(acts))
 					}
-					if d2 := turns.Deadline(); !d2.IsZero() && !d2.After(at(s.ms)) {
+					if d2 := policy.Deadline(); !d2.IsZero() && !d2.After(at(s.ms)) {
 						t.Fatalf("step %d at %d ms: the deadline stays in the past (%v)", i, s.ms, d2)
 					}
 				}
 			}
-			if turns.State() != tt.final {
-				t.Errorf("final state %v, want %v", turns.State(), tt.final)
+			if policy.State() != tt.final {
+				t.Errorf("final state %v, want %v", policy.State(), tt.final)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package manager
+package turntaking
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/dialogue"
 )
 
@@ -47,16 +48,23 @@ func describe(acts []Action) []string {
 	var out []string
 	for _, a := range acts {
 		switch {
-		case a.Respond != nil:
-			out = append(out, fmt.Sprintf("respond %d", a.Respond.TurnID))
-		case a.Pause != nil:
-			out = append(out, fmt.Sprintf("pause %d", a.Pause.TurnID))
-		case a.Resume != nil:
-			out = append(out, fmt.Sprintf("resume %d", a.Resume.TurnID))
-		case a.Interrupt != nil:
-			out = append(out, fmt.Sprintf("interrupt %d", a.Interrupt.TurnID))
-		case a.AppendUser != nil:
-			out = append(out, fmt.Sprintf("user %d %q", a.AppendUser.TurnID, a.AppendUser.Text))
+		case a.Command != nil:
+			switch c := a.Command; c.Action {
+			case control.Respond:
+				out = append(out, fmt.Sprintf("respond %d", c.TurnID))
+			case control.Pause:
+				out = append(out, fmt.Sprintf("pause %d", c.TurnID))
+			case control.Resume:
+				out = append(out, fmt.Sprintf("resume %d", c.TurnID))
+			case control.Interrupt:
+				out = append(out, fmt.Sprintf("interrupt %d", c.TurnID))
+			case control.Prepare:
+				out = append(out, fmt.Sprintf("prepare %d %q", c.TurnID, c.Text))
+			case control.Withdraw:
+				out = append(out, fmt.Sprintf("withdraw %d", c.TurnID))
+			}
+		case a.User != nil:
+			out = append(out, fmt.Sprintf("user %d %q", a.User.TurnID, a.User.Text))
 		case a.CloseAgent != nil:
 			kind := "agent"
 			if a.CloseAgent.Interrupted {
@@ -65,10 +73,6 @@ func describe(acts []Action) []string {
 			out = append(out, fmt.Sprintf("%s %d %q", kind, a.CloseAgent.TurnID, a.CloseAgent.Text))
 		case a.Say != nil:
 			out = append(out, fmt.Sprintf("say %d %q", a.Say.TurnID, a.Say.Text))
-		case a.Prepare != nil:
-			out = append(out, fmt.Sprintf("prepare %d %q", a.Prepare.TurnID, a.Prepare.Text))
-		case a.Withdraw != nil:
-			out = append(out, fmt.Sprintf("withdraw %d", a.Withdraw.TurnID))
 		}
 	}
 	return out
@@ -114,7 +118,7 @@ func speakingAgent() []step {
 	)
 }
 
-func TestTurns(t *testing.T) {
+func TestPolicy(t *testing.T) {
 	tests := []struct {
 		name  string
 		cfg   func(*Config)
@@ -376,55 +380,55 @@ func TestTurns(t *testing.T) {
 			if tt.cfg != nil {
 				tt.cfg(&cfg)
 			}
-			turns := NewTurns(cfg)
+			policy := New(cfg, dialogue.AlignOptions{})
 			for i, s := range tt.steps {
 				var acts []Action
 				if s.tick {
-					acts = turns.Tick(at(s.ms))
+					acts = policy.Tick(at(s.ms))
 				} else {
 					s.ev.At = at(s.ms)
-					acts = turns.Handle(s.ev)
+					acts = policy.Handle(s.ev)
 				}
 				got := describe(acts)
 				if strings.Join(got, "; ") != strings.Join(s.want, "; ") {
 					t.Fatalf("step %d at %d ms: actions %q, want %q", i, s.ms, got, s.want)
 				}
 			}
-			if turns.State() != tt.final {
-				t.Errorf("final state %v, want %v", turns.State(), tt.final)
+			if policy.State() != tt.final {
+				t.Errorf("final state %v, want %v", policy.State(), tt.final)
 			}
 		})
 	}
 }
 
 func TestDeadlines(t *testing.T) {
-	turns := NewTurns(DefaultConfig())
+	policy := New(DefaultConfig(), dialogue.AlignOptions{})
 	var acts []Action
 	for _, s := range speakingAgent() {
 		s.ev.At = at(s.ms)
-		acts = turns.Handle(s.ev)
+		acts = policy.Handle(s.ev)
 	}
 	_ = acts
-	if !turns.Deadline().IsZero() {
-		t.Fatalf("deadline %v with nothing pending", turns.Deadline())
+	if !policy.Deadline().IsZero() {
+		t.Fatalf("deadline %v with nothing pending", policy.Deadline())
 	}
-	turns.Handle(Event{At: at(3000), SpeechStart: &SpeechStart{Onset: at(2980)}})
-	if got, want := turns.Deadline(), at(2980+250); !got.Equal(want) {
+	policy.Handle(Event{At: at(3000), SpeechStart: &SpeechStart{Onset: at(2980)}})
+	if got, want := policy.Deadline(), at(2980+250); !got.Equal(want) {
 		t.Fatalf("while the user speaks the deadline is the minimum duration: %v, want %v", got, want)
 	}
-	turns.Handle(Event{At: at(3240), Words: &Words{Words: []string{"mm-hmm"}}})
-	turns.Tick(at(3230))
-	if got, want := turns.Deadline(), at(2980+1000); !got.Equal(want) {
+	policy.Handle(Event{At: at(3240), Words: &Words{Words: []string{"mm-hmm"}}})
+	policy.Tick(at(3230))
+	if got, want := policy.Deadline(), at(2980+1000); !got.Equal(want) {
 		t.Fatalf("after the minimum duration the deadline is the longest backchannel: %v, want %v", got, want)
 	}
-	turns.Handle(Event{At: at(3300), SpeechEnd: &SpeechEnd{End: at(3300)}})
-	if got, want := turns.Deadline(), at(3300+2000); !got.Equal(want) {
+	policy.Handle(Event{At: at(3300), SpeechEnd: &SpeechEnd{End: at(3300)}})
+	if got, want := policy.Deadline(), at(3300+2000); !got.Equal(want) {
 		t.Fatalf("after the user stopped the deadline is the grace period: %v, want %v", got, want)
 	}
 }
 
 func TestStatesFollowTheConversation(t *testing.T) {
-	turns := NewTurns(DefaultConfig())
+	policy := New(DefaultConfig(), dialogue.AlignOptions{})
 	var states []string
 	record := func(acts []Action) {
 		for _, a := range acts {
@@ -439,11 +443,11 @@ func TestStatesFollowTheConversation(t *testing.T) {
 		{ms: 3300, tick: true},
 	}) {
 		if s.tick {
-			record(turns.Tick(at(s.ms)))
+			record(policy.Tick(at(s.ms)))
 			continue
 		}
 		s.ev.At = at(s.ms)
-		record(turns.Handle(s.ev))
+		record(policy.Handle(s.ev))
 	}
 	want := "user speaking, silence after user, agent speaking, overlap"
 	if got := strings.Join(states, ", "); got != want {
@@ -463,7 +467,7 @@ func TestNormalizeWord(t *testing.T) {
 // reports into what the history keeps: the word the latest report put the listener in,
 // the reply's clauses, and when the turn was heard.
 func TestCloseAgentKeepsWhatWasHeard(t *testing.T) {
-	heard := func(turn int, pos time.Duration, playing bool, w *HeardWord) Event {
+	heard := func(turn int, pos time.Duration, playing bool, w *dialogue.Position) Event {
 		return Event{Audio: &AudioHeard{TurnID: turn, Playing: playing, Pos: pos, Heard: w}}
 	}
 	clauses := []string{"Once upon a time,", "there was a dragon."}
@@ -476,18 +480,18 @@ func TestCloseAgentKeepsWhatWasHeard(t *testing.T) {
 			name: "interrupted in the middle of a word",
 			steps: concat(userTurn(0, 1000, "tell me a story", `user 1 "tell me a story"`, "respond 2"), []step{
 				{ms: 1900, ev: queued(2, false)},
-				{ms: 2000, ev: heard(2, 2*time.Second, true, &HeardWord{ClauseID: 0, Start: 0, End: 4, Fraction: 0.2})},
-				{ms: 2500, ev: heard(2, 2500*time.Millisecond, true, &HeardWord{ClauseID: 1, Start: 6, End: 9, Fraction: 0.6})},
+				{ms: 2000, ev: heard(2, 2*time.Second, true, &dialogue.Position{ClauseID: 0, WordStart: 0, WordEnd: 4, WordFraction: 0.2})},
+				{ms: 2500, ev: heard(2, 2500*time.Millisecond, true, &dialogue.Position{ClauseID: 1, WordStart: 6, WordEnd: 9, WordFraction: 0.6})},
 				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
 				{ms: 3150, ev: words("wait", "please")},
 				{ms: 3250, tick: true, want: []string{"interrupt 2"}},
 				{ms: 3260, ev: Event{Audio: &AudioHeard{TurnID: 2, Stopped: true, Pos: 3050 * time.Millisecond,
-					Heard: &HeardWord{ClauseID: 1, Start: 10, End: 13, Fraction: 0.4}}}},
+					Heard: &dialogue.Position{ClauseID: 1, WordStart: 10, WordEnd: 13, WordFraction: 0.4}}}},
 				{ms: 3270, ev: Event{Reply: &Reply{TurnID: 2, Text: " Once upon a time, there was a dragon. ", Clauses: clauses, Interrupted: true}},
 					want: []string{`agent-cut 2 "Once upon a time, there was a dragon."`}},
 			}),
 			want: CloseAgent{TurnID: 2, InReplyTo: 1, Text: "Once upon a time, there was a dragon.", Interrupted: true,
-				Heard: &dialogue.Heard{TurnID: 2, ClauseID: 1, Clauses: clauses, WordStart: 10, WordEnd: 13, WordFraction: 0.4},
+				Heard: &dialogue.Heard{Position: dialogue.Position{TurnID: 2, ClauseID: 1, WordStart: 10, WordEnd: 13, WordFraction: 0.4}, Clauses: clauses},
 				Start: 2 * time.Second, End: 2500 * time.Millisecond},
 		},
 		{
@@ -508,15 +512,15 @@ func TestCloseAgentKeepsWhatWasHeard(t *testing.T) {
 				[]step{
 					{ms: 9000, tick: true, want: []string{`say 3 "Are you still there?"`}},
 					{ms: 9100, ev: queued(3, false)},
-					{ms: 9200, ev: heard(3, 9200*time.Millisecond, true, &HeardWord{Start: 4, End: 7, Fraction: 1})},
+					{ms: 9200, ev: heard(3, 9200*time.Millisecond, true, &dialogue.Position{WordStart: 4, WordEnd: 7, WordFraction: 1})},
 					{ms: 9300, ev: speechStart(9300), want: []string{"pause 3"}},
 					{ms: 9400, ev: words("yes", "I", "am")},
 					{ms: 9550, tick: true, want: []string{"interrupt 3"}},
 					{ms: 9560, ev: Event{Audio: &AudioHeard{TurnID: 3, Stopped: true, Pos: 9310 * time.Millisecond,
-						Heard: &HeardWord{Start: 8, End: 13, Fraction: 0.5}}}, want: []string{`agent-cut 3 "Are you still there?"`}},
+						Heard: &dialogue.Position{WordStart: 8, WordEnd: 13, WordFraction: 0.5}}}, want: []string{`agent-cut 3 "Are you still there?"`}},
 				}),
 			want: CloseAgent{TurnID: 3, Text: "Are you still there?", Interrupted: true,
-				Heard: &dialogue.Heard{TurnID: 3, Clauses: []string{"Are you still there?"}, WordStart: 8, WordEnd: 13, WordFraction: 0.5},
+				Heard: &dialogue.Heard{Position: dialogue.Position{TurnID: 3, WordStart: 8, WordEnd: 13, WordFraction: 0.5}, Clauses: []string{"Are you still there?"}},
 				Start: 9200 * time.Millisecond, End: 9200 * time.Millisecond},
 		},
 	}
@@ -524,15 +528,15 @@ func TestCloseAgentKeepsWhatWasHeard(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := pausing()
 			cfg.Reengage = ReengageConfig{After: 5 * time.Second, Text: "Are you still there?", Max: 1}
-			turns := NewTurns(cfg)
+			policy := New(cfg, dialogue.AlignOptions{})
 			var closed *CloseAgent
 			for i, s := range tt.steps {
 				var acts []Action
 				if s.tick {
-					acts = turns.Tick(at(s.ms))
+					acts = policy.Tick(at(s.ms))
 				} else {
 					s.ev.At = at(s.ms)
-					acts = turns.Handle(s.ev)
+					acts = policy.Handle(s.ev)
 				}
 				if got := describe(acts); strings.Join(got, "; ") != strings.Join(s.want, "; ") {
 					t.Fatalf("step %d at %d ms: actions %q, want %q", i, s.ms, got, s.want)
@@ -550,5 +554,78 @@ func TestCloseAgentKeepsWhatWasHeard(t *testing.T) {
 				t.Errorf("closed %+v (heard %+v)\nwant   %+v (heard %+v)", *closed, closed.Heard, tt.want, tt.want.Heard)
 			}
 		})
+	}
+}
+
+// TestAgentHeardIsWhatTheHistoryKeeps: while the agent speaks, the policy reports what
+// the listener heard as the history would keep it were the turn cut then (half-heard
+// words included, punctuation only at a clause's end), and the last report of an
+// interrupted turn is what its close has the history store.
+func TestAgentHeardIsWhatTheHistoryKeeps(t *testing.T) {
+	clauses := []string{"Once upon a time,", "there was a dragon."}
+	at2 := func(ms, clause, start, end int, fraction float64) Event {
+		return Event{Audio: &AudioHeard{TurnID: 2, Playing: true, Pos: time.Duration(ms) * time.Millisecond,
+			Heard: &dialogue.Position{TurnID: 2, ClauseID: clause, Clause: clauses[clause], WordStart: start, WordEnd: end, WordFraction: fraction}}}
+	}
+	type heardStep struct {
+		step
+		heard []string // the AgentHeard texts, in order
+	}
+	steps := []heardStep{
+		{step: step{ms: 1900, ev: queued(2, false)}},
+		{step: step{ms: 2000, ev: at2(2000, 0, 0, 4, 0.2)}, heard: []string{""}},
+		{step: step{ms: 2100, ev: at2(2100, 0, 0, 4, 0.6)}, heard: []string{"Once"}},
+		{step: step{ms: 2200, ev: at2(2200, 0, 5, 9, 0.3)}},
+		{step: step{ms: 2600, ev: at2(2600, 1, 0, 5, 0.5)}, heard: []string{"Once upon a time, there"}},
+		{step: step{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}}},
+		{step: step{ms: 3150, ev: words("wait", "please")}},
+		{step: step{ms: 3250, tick: true, want: []string{"interrupt 2"}}},
+		{step: step{ms: 3260, ev: Event{Audio: &AudioHeard{TurnID: 2, Stopped: true, Pos: 3050 * time.Millisecond,
+			Heard: &dialogue.Position{TurnID: 2, ClauseID: 1, Clause: clauses[1], WordStart: 6, WordEnd: 9, WordFraction: 0.6}}}},
+			heard: []string{"Once upon a time, there was"}},
+		{step: step{ms: 3270, ev: Event{Reply: &Reply{TurnID: 2, Text: "Once upon a time, there was a dragon.", Clauses: clauses, Interrupted: true}},
+			want: []string{`agent-cut 2 "Once upon a time, there was a dragon."`}}},
+	}
+	policy := New(pausing(), dialogue.AlignOptions{})
+	for _, s := range userTurn(0, 1000, "tell me a story", `user 1 "tell me a story"`, "respond 2") {
+		s.ev.At = at(s.ms)
+		policy.Handle(s.ev)
+	}
+	var last *AgentHeard
+	var closed *CloseAgent
+	for i, s := range steps {
+		var acts []Action
+		if s.tick {
+			acts = policy.Tick(at(s.ms))
+		} else {
+			s.ev.At = at(s.ms)
+			acts = policy.Handle(s.ev)
+		}
+		if got := describe(acts); strings.Join(got, "; ") != strings.Join(s.want, "; ") {
+			t.Fatalf("step %d at %d ms: actions %q, want %q", i, s.ms, got, s.want)
+		}
+		var heard []string
+		for _, a := range acts {
+			if a.AgentHeard != nil {
+				heard = append(heard, a.AgentHeard.Text)
+				last = a.AgentHeard
+			}
+			if a.CloseAgent != nil {
+				closed = a.CloseAgent
+			}
+		}
+		if strings.Join(heard, "|") != strings.Join(s.heard, "|") {
+			t.Fatalf("step %d at %d ms: heard %q, want %q", i, s.ms, heard, s.heard)
+		}
+	}
+	if last.Start != 2*time.Second || last.TurnID != 2 {
+		t.Errorf("heard from %v (turn %d), want 2s (turn 2)", last.Start, last.TurnID)
+	}
+	if closed == nil || closed.Heard == nil {
+		t.Fatalf("closed %+v, want a cut", closed)
+	}
+	stored, err := dialogue.HeardText(closed.Heard.Clauses, closed.Heard.Position, dialogue.AlignOptions{})
+	if err != nil || stored != last.Text {
+		t.Errorf("the history keeps %q (%v), the last report said %q", stored, err, last.Text)
 	}
 }
