@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/parley-voice/parley/internal/ellipsis"
@@ -71,4 +72,54 @@ func (c TurnCompletion) Summary() string {
 // TurnCompletion implements turnend.Completion.
 func (c TurnCompletion) TurnCompletion() (text string, p, pMax float64) {
 	return c.Text, c.P, c.PMax
+}
+
+// draftTurn is the turn id drafts are built for: later than any stored turn, so a
+// draft shows the whole history (the id itself never appears in a prompt).
+const draftTurn = 1 << 30
+
+// maybePrefill feeds the user's current words to the engine when it is free.
+func (r *runner) maybePrefill(ctx context.Context) {
+	if r.prefiller == nil || !r.prefillWanted || r.prefilling != nil || r.inputDone {
+		return
+	}
+	if r.cur != nil && !(r.cur.prepared && (r.cur.done != nil || r.cur.paused)) {
+		return // the engine is generating; the words wait
+	}
+	var words []string
+	for _, w := range r.words.Words() {
+		words = append(words, w.Text)
+	}
+	text := strings.Join(words, " ")
+	r.prefillWanted = false
+	if text == "" || text == r.prefilled {
+		return
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	r.prefilling = cancel
+	utt, drafts, eng, p := r.utterance, r.drafts, r.prefiller, r.p
+	p.Go(func() {
+		defer cancel()
+		prefix, closing, _, err := drafts.DraftPrompt(pctx, draftTurn, text)
+		var res PrefillResult
+		if err == nil {
+			res, err = eng.Prefill(pctx, prefix, TurnEnds(closing))
+		}
+		p.Post(ctx, prefillDone{utterance: utt, text: text, res: res, err: err})
+		if err != nil {
+			return
+		}
+		// The closing too, so that a reply prepared for these words starts at once: its
+		// prompt is this one, evaluated to the end. New words roll it back.
+		_, err = eng.Prefill(pctx, prefix+closing, nil)
+		p.Post(ctx, prefillDone{utterance: utt, text: text, err: err, closed: true})
+	})
+}
+
+// cancelPrefill stops a running prefill: a generation must not wait for it.
+func (r *runner) cancelPrefill() {
+	if r.prefilling != nil {
+		r.prefilling()
+		r.prefillWanted = true // its words may still be worth feeding later
+	}
 }
