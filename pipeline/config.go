@@ -242,11 +242,14 @@ func Default(paths userdirs.Paths) Config {
 // ErrInvalidConfig is wrapped by every configuration error.
 var ErrInvalidConfig = errors.New("invalid configuration")
 
+// MaxConfigBytes is the largest configuration file Load reads.
+const MaxConfigBytes = 1 << 20
+
 // Load reads a YAML configuration on top of base. Unknown keys are errors (with their
 // line); ${VAR} and $VAR in paths are expanded, and relative paths are taken from the
 // file's directory.
 func Load(path string, base Config) (Config, error) {
-	data, err := regularfile.ReadFile(path)
+	data, err := regularfile.ReadFile(path, MaxConfigBytes)
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
