@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/engines/llama"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/llm/llamacpp"
 	"go.uber.org/zap"
@@ -29,6 +30,10 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// maxPromptBytes bounds the prompt 'agent generate --prompt -' reads from standard input
+// (more than the largest context holds).
+const maxPromptBytes = 4 << 20
 
 func runGenerate(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "generate", "[--prompt] TEXT")
@@ -61,7 +66,7 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 		return usageErrorf("unexpected arguments %q (the prompt was given with --prompt)", rest)
 	}
 	if text == "-" {
-		b, err := io.ReadAll(os.Stdin)
+		b, err := regularfile.ReadAll(os.Stdin, maxPromptBytes, "standard input")
 		if err != nil {
 			return fmt.Errorf("reading the prompt: %w", err)
 		}

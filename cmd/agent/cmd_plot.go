@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/iu"
@@ -19,6 +17,9 @@ func plotCommand() command {
 		Run:     runPlot,
 	}
 }
+
+// maxTimelineBytes bounds the timeline 'agent plot' reads (a live session of hours).
+const maxTimelineBytes = 256 << 20
 
 func runPlot(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "plot", "TIMELINE.jsonl")
@@ -38,7 +39,7 @@ func runPlot(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer f.Close()
-	entries, err := iu.ReadTimeline(f)
+	entries, err := iu.ReadTimeline(regularfile.LimitReader(f, maxTimelineBytes, rest[0]))
 	if err != nil {
 		return fmt.Errorf("%s: %w", rest[0], err)
 	}
@@ -51,34 +52,11 @@ func runPlot(ctx context.Context, a *app, args []string) error {
 	if err := plot.SVG(&svg, entries, plot.Options{Width: *width, From: *from, To: *to}); err != nil {
 		return fmt.Errorf("%s: %w", rest[0], err)
 	}
-	if err := writeFileAtomic(path, svg.Bytes()); err != nil {
+	if err := regularfile.WriteFile(path, svg.Bytes(), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "wrote %s (%d updates)\n", path, len(entries))
 	return nil
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same folder, so
-// that path holds either its old contents or all of data, never a part of it.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }
 
 // trimExt drops a file name's last extension.
