@@ -14,6 +14,7 @@ import (
 	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/llm/llamacpp"
+	"github.com/parley-voice/parley/pipeline"
 	"go.uber.org/zap"
 )
 
@@ -45,11 +46,11 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 	mode := fs.String("mode", llm.ModeCompletions, "http endpoint: completions or chat")
 	apiKeyEnv := fs.String("api-key-env", "OPENAI_API_KEY", "environment variable holding the server's API key (http engine)")
 	timeout := fs.Duration("timeout", 60*time.Second, "http engine: how long to wait for the server to answer or stream on")
-	temp := fs.Float64("temp", 0, "temperature; 0 is greedy (the default unless a sampling flag is given, which makes it 0.8)")
+	temp := floatVar(fs, "temp", 0, atLeast0, "temperature; 0 is greedy (the default unless a sampling flag is given, which makes it 0.8)")
 	topK := fs.Int("top-k", 0, "top-k sampling (0: off)")
-	topP := fs.Float64("top-p", 0, "top-p (nucleus) sampling (0 or 1: off)")
-	minP := fs.Float64("min-p", 0, "min-p sampling (0: off)")
-	repeat := fs.Float64("repeat-penalty", 0, "repetition penalty (0 or 1: off)")
+	topP := floatVar(fs, "top-p", 0, floatRange{min: 0, max: 1}, "top-p (nucleus) sampling (0 or 1: off)")
+	minP := floatVar(fs, "min-p", 0, floatRange{min: 0, max: 1}, "min-p sampling (0: off)")
+	repeat := floatVar(fs, "repeat-penalty", 0, atLeast0, "repetition penalty (0 or 1: off)")
 	seed := fs.Uint("seed", 0, "sampling seed (the same seed repeats a sampled completion)")
 	threads := fs.Int("threads", 0, "CPU threads for the llama engine (0: half the logical CPUs)")
 	nctx := fs.Int("ctx", 0, "context length for the llama engine (0: the model's, at most 4096)")
@@ -78,6 +79,16 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 	if *maxTokens < 0 {
 		return usageErrorf("--max-tokens must not be negative")
 	}
+	if *topK < 0 || *nctx < 0 || *threads < 0 {
+		return usageErrorf("--top-k, --ctx and --threads must not be negative")
+	}
+	if *nctx > pipeline.MaxContext {
+		return usageErrorf("--ctx %d is not in 0–%d", *nctx, pipeline.MaxContext)
+	}
+	if n, note := pipeline.CapThreads("--threads", *threads); note != "" {
+		a.log.Warn("threads capped: " + note)
+		*threads = n
+	}
 
 	sampling := llm.Sampling{
 		Temperature:   float32(*temp),
@@ -103,6 +114,10 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 			Model:   llama.ModelParams{UseMmap: true},
 			Context: llama.ContextParams{NCtx: *nctx, Threads: *threads},
 		})
+		var ce *llamacpp.ContextError
+		if errors.As(err, &ce) {
+			return usageErrorf("--ctx: %v", ce)
+		}
 		if err != nil {
 			return err
 		}

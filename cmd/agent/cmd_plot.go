@@ -24,8 +24,8 @@ const maxTimelineBytes = 256 << 20
 func runPlot(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "plot", "TIMELINE.jsonl")
 	out := fs.String("o", "", "output SVG file (default: TIMELINE.svg)")
-	from := fs.Float64("from", 0, "start of the time range in seconds")
-	to := fs.Float64("to", 0, "end of the time range in seconds (0: the whole timeline)")
+	from := floatVar(fs, "from", 0, atLeast0, "start of the time range in seconds")
+	to := floatVar(fs, "to", 0, atLeast0, "end of the time range in seconds (0: the whole timeline)")
 	width := fs.Int("width", 1400, "width of the plot in pixels")
 	rest, err := parseFlags(fs, args)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/engines/espeak"
 	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/tts"
@@ -66,6 +68,10 @@ func runSay(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	engine, err := espeakng.New(cfg)
+	var unknown *espeak.VoiceError
+	if errors.As(err, &unknown) {
+		return usageErrorf("--voice: %v", unknown)
+	}
 	if err != nil {
 		return err
 	}

@@ -181,15 +181,18 @@ func ReadTranscripts(r io.Reader) ([]Transcript, error) {
 	return out, nil
 }
 
+// MaxTranscriptsBytes bounds a transcripts file (a line holds at most 1 MiB).
+const MaxTranscriptsBytes = 16 << 20
+
 // LoadTranscripts reads the transcripts file at path (ReadTranscripts), which must be a
-// regular file: a FIFO or a device is refused, not read.
+// regular file of at most MaxTranscriptsBytes: a FIFO or a device is refused, not read.
 func LoadTranscripts(path string) ([]Transcript, error) {
 	f, err := regularfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadTranscripts(f)
+	return ReadTranscripts(regularfile.LimitReader(f, MaxTranscriptsBytes, path))
 }
 
 // checkFile accepts relative paths that stay inside the transcripts' folder.
