@@ -159,8 +159,8 @@ type DialogueConfig struct {
 	// InterruptedMark is shown after an interrupted agent turn in prompts ("" for none).
 	InterruptedMark string `yaml:"interrupted_mark"`
 	// ShowBackchannels shows the user's backchannels ("mm-hmm" while the agent spoke) in
-	// prompts, as user lines after the agent's turn; by default the history keeps them
-	// but prompts leave them out.
+	// prompts, after the agent's turn (joined with the user's next line, as consecutive
+	// user utterances are); by default the history keeps them but prompts leave them out.
 	ShowBackchannels bool `yaml:"show_backchannels"`
 	// MinWordFraction is how much of a word's audio must have been heard for it to
 	// count as heard when the agent is interrupted (default 0.5; 1: whole words only).
