@@ -114,7 +114,7 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 		return nil, err
 	}
 	if opts.Record {
-		if err := checkReplayOutputs(opts.OutDir); err != nil {
+		if err := CheckReplayOutputs(opts.OutDir); err != nil {
 			return nil, err
 		}
 	}
@@ -310,9 +310,10 @@ func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
 var replayOutputs = []string{"agent.wav", "user.wav", "mic.wav", "aec.wav", "aec-linear.wav", "heard.wav",
 	"timeline.jsonl", "transcript.txt", "metrics.json", "timeline.svg"}
 
-// checkReplayOutputs refuses, before the replay runs, a folder where one of the files it
-// writes is a device, a FIFO or a symbolic link (they are written only as regular files).
-func checkReplayOutputs(dir string) error {
+// CheckReplayOutputs refuses a folder where one of the files a recorded replay writes is
+// a device, a FIFO or a symbolic link (they are written only as regular files). Replay
+// calls it before it runs; commands call it before they load the engines.
+func CheckReplayOutputs(dir string) error {
 	for _, name := range replayOutputs {
 		if err := regularfile.CheckOutput(filepath.Join(dir, name)); err != nil {
 			return err
