@@ -94,6 +94,13 @@ type levels struct {
 	minimum zapcore.Level
 }
 
+// Validate reports a level (default or per module) that is not one of debug, info,
+// warn, error (or zap's dpanic, panic, fatal).
+func (c Config) Validate() error {
+	_, err := newLevels(c)
+	return err
+}
+
 func newLevels(cfg Config) (*levels, error) {
 	l := &levels{def: zapcore.InfoLevel, byName: map[string]zapcore.Level{}}
 	if cfg.Level != "" {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/dialogue"
-	"github.com/parley-voice/parley/logging"
 	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/manager"
 )
@@ -77,7 +76,7 @@ func (c Config) Validate() error {
 	if err := dialogue.ValidSessionName(c.Session.Name); c.Session.Name != "" && err != nil {
 		add("session.name", err)
 	}
-	if _, err := logging.ParseModuleLevels(""); err != nil {
+	if err := c.Logging.Validate(); err != nil {
 		add("logging", err)
 	}
 	if len(errs) > 0 {

@@ -43,6 +43,8 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"audio: {frame: 1h}", []string{"frame 1h0m0s is not in 0–1s"}},
 		{"audio: {output_latency: 10h}", []string{"output_latency 10h0m0s is not in 0–2s"}},
 		{"cores: -1", []string{"cores: -1 must not be negative"}},
+		{"logging: {level: loud}", []string{"logging: logging: level: unrecognized level: \"loud\""}},
+		{"logging: {modules: {asr: shout}}", []string{"logging: logging: module asr: unrecognized level: \"shout\""}},
 		{"session: {name: \"a\\tb\\u001b[31m\"}", []string{"session.name", `"a\tb\x1b[31m"`, "1 to 64 of A–Z"}},
 		{"session: {name: " + strings.Repeat("x", 300) + "}", []string{"session.name", "300 bytes long", "1 to 64"}},
 	} {
