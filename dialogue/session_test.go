@@ -544,3 +544,30 @@ func TestListSessions(t *testing.T) {
 		t.Errorf("empty session %+v", s)
 	}
 }
+
+// FuzzValidSessionName: every accepted name is a safe, portable folder name of at most
+// MaxSessionNameLen bytes, and SessionPath keeps it inside the base.
+func FuzzValidSessionName(f *testing.F) {
+	for _, s := range []string{"lesson-1", "", "..", "a/b", "a\tb", strings.Repeat("x", 65), "é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if ValidSessionName(name) != nil {
+			if _, err := SessionPath("/base", name); err == nil {
+				t.Fatalf("SessionPath accepted %q, which ValidSessionName refuses", name)
+			}
+			return
+		}
+		if len(name) == 0 || len(name) > MaxSessionNameLen || !filepath.IsLocal(name) || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "-") {
+			t.Fatalf("accepted %q", name)
+		}
+		for _, r := range name {
+			if r > 0x7f || r <= ' ' || strings.ContainsRune(`/\:*?"<>|`, r) {
+				t.Fatalf("accepted %q with %q", name, r)
+			}
+		}
+		if p, err := SessionPath("/base", name); err != nil || filepath.Dir(p) != "/base" {
+			t.Fatalf("SessionPath(%q) = %q, %v", name, p, err)
+		}
+	})
+}
