@@ -12,6 +12,7 @@ import (
 
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/dialogue/protocol"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/modules/llm"
 	"go.uber.org/zap"
 )
@@ -179,6 +180,9 @@ func (c *chat) run(ctx context.Context, in io.Reader) (err error) {
 		end := sc.Err()
 		if end == nil {
 			end = io.EOF
+		}
+		if errors.Is(end, bufio.ErrTooLong) {
+			end = &regularfile.TooLargeError{What: "a line", Limit: maxChatLineBytes}
 		}
 		select {
 		case lines <- chatLine{err: end}:

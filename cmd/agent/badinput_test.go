@@ -195,7 +195,7 @@ func TestEndlessInputsAreRefused(t *testing.T) {
 	}{
 		{name: "say -", args: []string{"say", "-o", filepath.Join(tmp, "x.wav"), "-"}, zero: true, want: "reading the text to say: standard input is larger than 1 MiB, the limit for it"},
 		{name: "generate --prompt -", args: []string{"generate", "--model", stories, "--prompt", "-"}, zero: true, want: "reading the prompt: standard input is larger than 4 MiB, the limit for it"},
-		{name: "chat on an endless line", args: []string{"chat", "--config", demo}, zero: true, want: "reading input: bufio.Scanner: token too long"},
+		{name: "chat on an endless line", args: []string{"chat", "--config", demo}, zero: true, want: "reading input: a line is larger than 1 MiB, the limit for it"},
 		{name: "a config file", args: []string{"chat", "--config", bigConfig}, want: bigConfig + " is larger than 1 MiB, the limit for it"},
 		{name: "transcripts.tsv", args: []string{"wer", wavs}, want: tsv + " is larger than 16 MiB, the limit for it"},
 	}
