@@ -47,6 +47,9 @@ func runLive(ctx context.Context, a *app, args []string) error {
 	if len(rest) > 0 {
 		return usageErrorf("live takes no arguments (got %q)", rest)
 	}
+	if *duration < 0 {
+		return usageErrorf("--duration %v must not be negative (0: until Ctrl-C)", *duration)
+	}
 	if *input != "" {
 		cfg.Audio.Input = *input
 	}

@@ -21,6 +21,9 @@ func plotCommand() command {
 // maxTimelineBytes bounds the timeline 'agent plot' reads (a live session of hours).
 const maxTimelineBytes = 256 << 20
 
+// maxPlotWidth bounds --width: wider plots are no use on any screen.
+const maxPlotWidth = 1 << 16
+
 func runPlot(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "plot", "TIMELINE.jsonl")
 	out := fs.String("o", "", "output SVG file (default: TIMELINE.svg)")
@@ -33,6 +36,12 @@ func runPlot(ctx context.Context, a *app, args []string) error {
 	}
 	if len(rest) != 1 {
 		return usageErrorf("plot needs one timeline file")
+	}
+	if *width < 0 || *width > maxPlotWidth {
+		return usageErrorf("--width %d is not in 0–%d (0: 1400)", *width, maxPlotWidth)
+	}
+	if *to != 0 && *to <= *from {
+		return usageErrorf("--to %g must be after --from %g (or 0: the whole timeline)", *to, *from)
 	}
 	f, err := regularfile.Open(rest[0])
 	if err != nil {
