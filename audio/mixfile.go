@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/parley-voice/parley/internal/regularfile"
@@ -38,8 +36,8 @@ func MixWAVFiles(path string, bits int, ceiling float32, inputs ...string) error
 	if peak > ceiling && peak > 0 {
 		gain = ceiling / peak
 	}
-	return writeFileAtomically(path, func(fh *os.File) error {
-		w, err := NewWAVWriter(fh, format.Rate, format.Channels, bits)
+	return regularfile.WriteAtomic(path, 0o644, func(out io.Writer) error {
+		w, err := NewWAVWriter(out, format.Rate, format.Channels, bits)
 		if err != nil {
 			return fmt.Errorf("audio: %s: %w", path, err)
 		}
@@ -124,40 +122,4 @@ func readBlock(r *WAVReader, block []float32) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// writeFileAtomically writes path through a temporary file in its folder that write
-// fills (its errors are returned as they are); the file is synced and renamed over path only when write succeeded, so that
-// readers never see half a file and a failed write leaves the old one intact.
-func writeFileAtomically(path string, write func(*os.File) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("audio: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := write(tmp); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("audio: %w", err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("audio: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("audio: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("audio: %w", err)
-	}
-	return nil
 }

@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/iotest"
 
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/internal/testenv"
 )
 
@@ -652,6 +654,49 @@ func TestWriteWAVFileAtomic(t *testing.T) {
 	}
 	if err := WriteWAVFile(filepath.Join(dir, "missing", "x.wav"), f, 16); err == nil {
 		t.Fatal("writing into a missing directory succeeded")
+	}
+}
+
+// TestWAVWritersLeaveDevicesAndFIFOs: WriteWAVFile and CreateWAVFile refuse a device, a
+// FIFO and a symbolic link, and leave them as they were (a rename over /dev/null would
+// have replaced the device with a WAV file).
+func TestWAVWritersLeaveDevicesAndFIFOs(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.wav")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "kept.wav")
+	if err := os.WriteFile(target, []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.wav")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	f := Frame{Rate: 16000, Channels: 1, Samples: []float32{0, 0.5}}
+	for _, path := range []string{os.DevNull, "/dev/full", fifo, link} {
+		before, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		werr := WriteWAVFile(path, f, 16)
+		w, cerr := CreateWAVFile(path, 16000, 1, 16)
+		if cerr == nil {
+			w.Close()
+		}
+		for _, err := range []error{werr, cerr} {
+			if !errors.Is(err, regularfile.ErrNotRegular) {
+				t.Errorf("%s: %v, want a refusal", path, err)
+			}
+		}
+		after, err := os.Lstat(path)
+		if err != nil || after.Mode() != before.Mode() || !os.SameFile(before, after) {
+			t.Errorf("%s changed: %v → %v (%v)", path, before.Mode(), after.Mode(), err)
+		}
+	}
+	if b, _ := os.ReadFile(target); string(b) != "kept" {
+		t.Errorf("the link's target holds %q", b)
 	}
 }
 

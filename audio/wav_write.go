@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"os"
+
+	"github.com/parley-voice/parley/internal/regularfile"
 )
 
 // ErrWAVTooLarge is returned when audio would not fit the 4 GiB size fields of a RIFF
@@ -111,10 +113,11 @@ func newWAVWriter(w io.Writer, rate, channels, bits int, frames int64) (*WAVWrit
 	return ww, nil
 }
 
-// CreateWAVFile creates (or truncates) the file at path and returns a writer for it;
-// Close finishes the header and closes the file.
+// CreateWAVFile creates (or empties) the regular file at path and returns a writer for
+// it; Close finishes the header and closes the file. A device, a FIFO or a symbolic
+// link at path is refused and left as it is.
 func CreateWAVFile(path string, rate, channels, bits int) (*WAVWriter, error) {
-	fh, err := os.Create(path)
+	fh, err := regularfile.Create(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("audio: %w", err)
 	}
@@ -382,11 +385,12 @@ func EncodeWAV(w io.Writer, f Frame, bits int) error {
 // WriteWAVFile writes f to path as a WAV file, atomically: it writes a temporary file
 // in the same directory and renames it over path only once it is complete and synced,
 // so that readers never see half a file and a failed write leaves the old one intact.
+// Only a regular file or a new path is written: a device, a FIFO or a symbolic link at
+// path is refused and left as it is (see internal/regularfile; EncodeWAV streams to
+// one).
 func WriteWAVFile(path string, f Frame, bits int) error {
-	return writeFileAtomically(path, func(fh *os.File) error {
-		if err := EncodeWAV(fh, f, bits); err != nil {
-			return fmt.Errorf("audio: %s: %w", path, err)
-		}
-		return nil
-	})
+	if err := regularfile.WriteAtomic(path, 0o644, func(w io.Writer) error { return EncodeWAV(w, f, bits) }); err != nil {
+		return fmt.Errorf("audio: %w", err)
+	}
+	return nil
 }

@@ -27,8 +27,8 @@ func TestBackchannelsInPrompts(t *testing.T) {
 	}
 	shown := NewHistory(mustFormat(t, "plain"), "S", WithBackchannels(true))
 	withBackchannel(t, shown)
-	if got, want := shown.Prompt(ForTurn(4)), "S\n\nUser: tell me a story\nAssistant: Once upon a time.\nUser: mm-hmm\nUser: what next\nAssistant:"; got != want {
-		t.Errorf("shown, the backchannel is a user line after the agent's turn:\n got %q\nwant %q", got, want)
+	if got, want := shown.Prompt(ForTurn(4)), "S\n\nUser: tell me a story\nAssistant: Once upon a time.\nUser: mm-hmm what next\nAssistant:"; got != want {
+		t.Errorf("shown, the backchannel opens the user's line after the agent's turn:\n got %q\nwant %q", got, want)
 	}
 	// A window of one exchange: the backchannel opens no exchange of its own.
 	for _, h := range []*History{left, shown} {

@@ -25,4 +25,13 @@
 // history; a user utterance and the agent's reply to it may share a turn id, and the
 // prompt for agent turn T shows every utterance before T plus the user's utterances of
 // T. Character offsets are byte offsets into UTF-8 text, on rune boundaries.
+//
+// A turn the agent did not answer — its reply failed before any text (the LLM server
+// died), or the user heard none of it — leaves the user's utterance in the history,
+// with no agent utterance after it: the history keeps what was said. Prompts join
+// consecutive user utterances into one user turn, their texts separated by a space, so
+// that the next prompt never has two user turns in a row (which chat templates do not
+// expect and models answer badly) and reads as the conversation went: the user's
+// unanswered line, then what they said next, answered together. A reply that failed
+// after some text is stored as far as it went, as an interrupted agent turn.
 package dialogue

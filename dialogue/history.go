@@ -112,7 +112,8 @@ func WithInterruptedMark(mark string) HistoryOption {
 }
 
 // WithBackchannels makes prompts show backchannels (user utterances marked Backchannel)
-// as user lines; by default they are left out, and the model sees only real turns.
+// as user text (joined with the user's next line); by default they are left out, and the
+// model sees only real turns.
 func WithBackchannels(show bool) HistoryOption {
 	return func(h *History) { h.backchannels = show }
 }
@@ -361,7 +362,11 @@ func (s promptSource) turnText(u Utterance) string {
 
 // render lays out the prompt from the utterances from index start on. Utterances whose
 // text is empty (after trimming, and with no interrupted mark) are left out: an empty turn
-// only confuses the model.
+// only confuses the model. Consecutive user utterances are one turn, their texts joined
+// by a space: a user line the agent never answered (its reply failed before any text, or
+// nobody heard any of it) goes with the user's next line, as does a backchannel shown
+// after the agent's turn, so that the prompt never has two user turns in a row and
+// reads as the conversation went.
 func (s promptSource) render(start int) string {
 	f := s.format
 	var b strings.Builder
@@ -374,7 +379,12 @@ func (s promptSource) render(start int) string {
 	}
 	turns := make([]turn, 0, len(s.utterances)-start)
 	for _, u := range s.utterances[start:] {
-		if t := s.turnText(u); t != "" {
+		t := s.turnText(u)
+		switch {
+		case t == "":
+		case u.Speaker == User && len(turns) > 0 && turns[len(turns)-1].speaker == User:
+			turns[len(turns)-1].text += " " + t
+		default:
 			turns = append(turns, turn{u.Speaker, t})
 		}
 	}

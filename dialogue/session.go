@@ -62,12 +62,41 @@ func KVBytes(b []byte) KVWriter {
 
 var kvNamePattern = regexp.MustCompile(`^kv-[A-Za-z0-9]{1,64}\.bin$`)
 
+// MaxSessionNameLen is the longest session name.
+const MaxSessionNameLen = 64
+
+// ErrSessionName is wrapped by ValidSessionName's errors.
+var ErrSessionName = errors.New("invalid session name")
+
+// ValidSessionName accepts the names a session folder may have on every system: 1 to
+// MaxSessionNameLen of the portable file name characters (A–Z, a–z, 0–9, '.', '_',
+// '-'), not starting with '.' (hidden) or '-' (an option to other tools). Names are
+// checked before a conversation starts, not at its first save.
+func ValidSessionName(name string) error {
+	const rule = "a session name is 1 to 64 of A–Z, a–z, 0–9, '.', '_' and '-', not starting with '.' or '-'"
+	bad := func(why string) error { return fmt.Errorf("%w %q: %s (%s)", ErrSessionName, name, why, rule) }
+	switch {
+	case name == "":
+		return bad("it is empty")
+	case len(name) > MaxSessionNameLen:
+		return bad(fmt.Sprintf("it is %d bytes long", len(name)))
+	case name[0] == '.' || name[0] == '-':
+		return bad(fmt.Sprintf("it starts with %q", name[0]))
+	}
+	for _, r := range name {
+		portable := r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+		if !portable {
+			return bad(fmt.Sprintf("it holds %q", r))
+		}
+	}
+	return nil
+}
+
 // SessionPath returns the directory of the session called name under base, refusing
-// names that are empty, hidden, or would leave base ("../x", "a/b").
+// names ValidSessionName refuses (so none is hidden or leaves base: "../x", "a/b").
 func SessionPath(base, name string) (string, error) {
-	if name == "" || name == "." || name == ".." || strings.HasPrefix(name, ".") ||
-		strings.ContainsAny(name, `/\`) || strings.ContainsRune(name, 0) || !filepath.IsLocal(name) {
-		return "", fmt.Errorf("dialogue: %w: session name %q", ErrUnsafePath, name)
+	if err := ValidSessionName(name); err != nil {
+		return "", fmt.Errorf("dialogue: %w: %w", ErrUnsafePath, err)
 	}
 	return filepath.Join(base, name), nil
 }

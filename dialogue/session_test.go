@@ -368,13 +368,21 @@ func TestSessionRefusesUnsafePaths(t *testing.T) {
 		}
 	})
 	t.Run("session names", func(t *testing.T) {
-		for _, name := range []string{"", ".", "..", "../x", "a/b", `a\b`, ".hidden", "x\x00"} {
-			if _, err := SessionPath(base, name); !errors.Is(err, ErrUnsafePath) {
-				t.Errorf("%q accepted", name)
+		long := strings.Repeat("a", MaxSessionNameLen+1)
+		for _, name := range []string{"", ".", "..", "../x", "a/b", `a\b`, ".hidden", "x\x00", "tab\tand\x1b[31mred", "-rf", "é", "two words", long} {
+			_, err := SessionPath(base, name)
+			if !errors.Is(err, ErrUnsafePath) || !errors.Is(ValidSessionName(name), ErrSessionName) ||
+				!strings.Contains(err.Error(), "a session name is 1 to 64 of A–Z, a–z, 0–9, '.', '_' and '-'") {
+				t.Errorf("%q: %v", name, err)
+			}
+			if strings.ContainsAny(err.Error(), "\t\x00\x1b") {
+				t.Errorf("%q: the error holds the control bytes themselves: %q", name, err)
 			}
 		}
-		if p, err := SessionPath(base, "lesson-1"); err != nil || p != filepath.Join(base, "lesson-1") {
-			t.Errorf("good name: %q %v", p, err)
+		for _, name := range []string{"lesson-1", "2025-01-02T10-11-12", "a.b_c", strings.Repeat("x", MaxSessionNameLen)} {
+			if p, err := SessionPath(base, name); err != nil || p != filepath.Join(base, name) {
+				t.Errorf("good name %q: %q %v", name, p, err)
+			}
 		}
 	})
 }
@@ -535,4 +543,31 @@ func TestListSessions(t *testing.T) {
 	if s := got[1]; s.Turns != 0 || s.Last.Text != "" {
 		t.Errorf("empty session %+v", s)
 	}
+}
+
+// FuzzValidSessionName: every accepted name is a safe, portable folder name of at most
+// MaxSessionNameLen bytes, and SessionPath keeps it inside the base.
+func FuzzValidSessionName(f *testing.F) {
+	for _, s := range []string{"lesson-1", "", "..", "a/b", "a\tb", strings.Repeat("x", 65), "é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if ValidSessionName(name) != nil {
+			if _, err := SessionPath("/base", name); err == nil {
+				t.Fatalf("SessionPath accepted %q, which ValidSessionName refuses", name)
+			}
+			return
+		}
+		if len(name) == 0 || len(name) > MaxSessionNameLen || !filepath.IsLocal(name) || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "-") {
+			t.Fatalf("accepted %q", name)
+		}
+		for _, r := range name {
+			if r > 0x7f || r <= ' ' || strings.ContainsRune(`/\:*?"<>|`, r) {
+				t.Fatalf("accepted %q with %q", name, r)
+			}
+		}
+		if p, err := SessionPath("/base", name); err != nil || filepath.Dir(p) != "/base" {
+			t.Fatalf("SessionPath(%q) = %q, %v", name, p, err)
+		}
+	})
 }

@@ -283,3 +283,48 @@ func TestDraftPromptIsAPrefixOfThePrompt(t *testing.T) {
 		t.Fatalf("draft of no words: %v", err)
 	}
 }
+
+// TestUnansweredUserLineGoesWithTheNext: a user line the agent never answered (its
+// reply failed before any text) is joined with the user's next line in the next
+// prompt, for every shipped format: the prompt has one user turn where two were
+// stored, and the draft of the next line is still a prefix of that prompt.
+func TestUnansweredUserLineGoesWithTheNext(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range BuiltinFormats() {
+		t.Run(name, func(t *testing.T) {
+			f := mustFormat(t, name)
+			s := newTestStore(t, NewHistory(f, "Be brief."), BufferMemory(), StoreConfig{Tokenizer: wordTokenizer{}, ContextSize: 200, ReplyReserve: 10})
+			for _, u := range []Utterance{
+				{Speaker: User, TurnID: 1, Text: "hello"},
+				{Speaker: Agent, TurnID: 2, Text: "Hi."},
+				{Speaker: User, TurnID: 3, Text: "what is two and two"},
+				// The reply to turn 3 failed before any text: no agent utterance 4.
+			} {
+				if err := s.AppendUtterance(ctx, u); err != nil {
+					t.Fatal(err)
+				}
+			}
+			prefix, closing, _, err := s.DraftPrompt(ctx, 6, "are you there")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.AppendUtterance(ctx, Utterance{Speaker: User, TurnID: 5, Text: "are you there"}); err != nil {
+				t.Fatal(err)
+			}
+			fp, err := s.Prompt(ctx, 6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prefix+closing != fp.Text {
+				t.Errorf("draft %q + %q\nprompt %q", prefix, closing, fp.Text)
+			}
+			if !strings.Contains(fp.Text, "what is two and two are you there") {
+				t.Errorf("the two lines are not one turn:\n%s", fp.Text)
+			}
+			opening := f.User.opening()
+			if n := strings.Count(fp.Text, opening); n != 2 {
+				t.Errorf("%d user turns (%q) in:\n%s", n, opening, fp.Text)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@
 package logging
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
+	"github.com/parley-voice/parley/internal/regularfile"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -70,7 +73,7 @@ func New(cfg Config, console io.Writer) (*zap.Logger, func() error, error) {
 		if err := os.MkdirAll(filepath.Dir(cfg.File), 0o755); err != nil {
 			return nil, nil, fmt.Errorf("logging: %w", err)
 		}
-		f, err := os.OpenFile(cfg.File, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := openLogFile(cfg.File)
 		if err != nil {
 			return nil, nil, fmt.Errorf("logging: %w", err)
 		}
@@ -89,6 +92,13 @@ type levels struct {
 	names   []string // longest first, so the most specific override wins
 	byName  map[string]zapcore.Level
 	minimum zapcore.Level
+}
+
+// Validate reports a level (default or per module) that is not one of debug, info,
+// warn, error (or zap's dpanic, panic, fatal).
+func (c Config) Validate() error {
+	_, err := newLevels(c)
+	return err
 }
 
 func newLevels(cfg Config) (*levels, error) {
@@ -154,4 +164,19 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// openLogFile opens the log file for appending: a regular file (created when missing),
+// or a FIFO or a character device (/dev/stderr) written in place. A FIFO nobody reads is
+// an error rather than a wait; a symbolic link to a regular file, a directory or a socket
+// is refused and left as it is.
+func openLogFile(path string) (*os.File, error) {
+	if !regularfile.IsStream(path) {
+		return regularfile.OpenAppend(path, 0o600)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ENXIO) {
+		return nil, fmt.Errorf("%s is a FIFO that nobody reads", path)
+	}
+	return f, err
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"go.uber.org/zap"
@@ -95,5 +96,43 @@ func TestBadLevels(t *testing.T) {
 	got, err := ParseModuleLevels(" asr=debug , llm=warn ")
 	if err != nil || got["asr"] != "debug" || got["llm"] != "warn" {
 		t.Errorf("ParseModuleLevels = %v, %v", got, err)
+	}
+}
+
+// TestLogFileThatIsNotARegularFile: a log file that is a device is written in place
+// (/dev/null stays the device), a FIFO nobody reads is an error at once rather than a
+// wait, and a symbolic link is refused with its target left as it was.
+func TestLogFileThatIsNotARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	_, closeFn, err := New(Config{File: os.DevNull, Quiet: true}, nil)
+	if err != nil {
+		t.Fatalf("--log-file /dev/null: %v", err)
+	}
+	closeFn()
+	if st, err := os.Stat(os.DevNull); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("/dev/null is no longer a device: %v %v", st.Mode(), err)
+	}
+
+	fifo := filepath.Join(dir, "log.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := New(Config{File: fifo, Quiet: true}, nil); err == nil || !strings.Contains(err.Error(), "is a FIFO that nobody reads") {
+		t.Errorf("a FIFO without a reader: %v", err)
+	}
+
+	target := filepath.Join(dir, "kept.txt")
+	if err := os.WriteFile(target, []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "agent.jsonl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := New(Config{File: link, Quiet: true}, nil); err == nil || !strings.Contains(err.Error(), link+" is a symbolic link, not a regular file") {
+		t.Errorf("a symbolic link: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "kept" {
+		t.Errorf("the link's target holds %q", b)
 	}
 }

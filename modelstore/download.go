@@ -68,6 +68,13 @@ func (d *Downloader) Pull(ctx context.Context, m Model, progress Progress) (stri
 		return "", fmt.Errorf("modelstore: %w", err)
 	}
 	part := final + ".part"
+	// Only regular files are written and renamed over: a device, a FIFO or a symbolic
+	// link in the models folder is left as it is.
+	for _, p := range []string{final, part} {
+		if err := regularfile.CheckOutput(p); err != nil {
+			return "", fmt.Errorf("modelstore: %w", err)
+		}
+	}
 	client := &http.Client{Timeout: 0} // large files: no overall timeout; ctx cancels
 	if d.Client != nil {
 		c := *d.Client
@@ -102,6 +109,9 @@ func (d *Downloader) Pull(ctx context.Context, m Model, progress Progress) (stri
 			_ = os.Remove(part)
 		}
 		return "", lastErr
+	}
+	if err := regularfile.CheckOutput(final); err != nil {
+		return "", fmt.Errorf("modelstore: %w", err)
 	}
 	if err := os.Rename(part, final); err != nil {
 		return "", fmt.Errorf("modelstore: %w", err)
@@ -146,7 +156,7 @@ func requestError(m Model, err error) error {
 
 // fetch continues part from its current size and verifies the whole file at the end.
 func (d *Downloader) fetch(ctx context.Context, client *http.Client, m Model, part string, progress Progress) error {
-	f, err := os.OpenFile(part, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(part, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
 		return permanentError{fmt.Errorf("modelstore: %w", err)}
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -179,6 +180,60 @@ func TestPullSkipsVerifiedFile(t *testing.T) {
 	}
 	if n := len(srv.Config.Handler.(*fileServer).requests); n != 0 {
 		t.Fatalf("%d requests for a file already present and verified", n)
+	}
+}
+
+// TestPullLeavesWhatIsNotARegularFile: a model's path (or its .part) that is a FIFO, a
+// symbolic link or a directory is refused before anything is downloaded, and left as
+// it was; the file a link points to is not touched.
+func TestPullLeavesWhatIsNotARegularFile(t *testing.T) {
+	data := randomData(1000)
+	srv := httptest.NewServer(&fileServer{data: data})
+	defer srv.Close()
+	m := testModel(t, srv.URL, data)
+	for _, tt := range []struct {
+		name string
+		make func(t *testing.T, path string)
+		what string
+	}{
+		{"FIFO", func(t *testing.T, path string) {
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "a FIFO"},
+		{"link to a stale file", func(t *testing.T, path string) {
+			stale := filepath.Join(filepath.Dir(path), "elsewhere.bin")
+			if err := os.WriteFile(stale, []byte("stale"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(stale, path); err != nil {
+				t.Fatal(err)
+			}
+		}, "a symbolic link"},
+		{"directory", func(t *testing.T, path string) {
+			if err := os.Mkdir(path, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, "a directory"},
+	} {
+		for _, suffix := range []string{"", ".part"} {
+			t.Run(tt.name+suffix, func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, m.File) + suffix
+				tt.make(t, path)
+				before, _ := os.Lstat(path)
+				_, err := (&Downloader{Dir: dir}).Pull(context.Background(), m, nil)
+				if err == nil || !strings.Contains(err.Error(), path+" is "+tt.what+", not a regular file") {
+					t.Fatalf("Pull: %v", err)
+				}
+				if after, err := os.Lstat(path); err != nil || after.Mode() != before.Mode() || !os.SameFile(before, after) {
+					t.Errorf("%s changed", path)
+				}
+				if b, err := os.ReadFile(filepath.Join(dir, "elsewhere.bin")); err == nil && string(b) != "stale" {
+					t.Errorf("the link's target was written: %d bytes", len(b))
+				}
+			})
+		}
 	}
 }
 

@@ -137,6 +137,9 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 		log = zap.NewNop()
 	}
 	e := &Engines{}
+	for _, note := range cfg.Threads().Capped {
+		log.Warn("threads capped: " + note)
+	}
 	switch cfg.LLM.Engine {
 	case "llama":
 		model, err := llama.LoadModel(cfg.LLM.Model, llama.ModelParams{UseMmap: true})
@@ -144,6 +147,14 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 			return nil, fmt.Errorf("llm: %w (fix: %s, or set llm.model)", err, pullFix(cfg.LLM.Model))
 		}
 		e.closers = append(e.closers, model.Close)
+		contexts := 1
+		if needsSummarizer(cfg) {
+			contexts = 2
+		}
+		if err := llamacpp.CheckContext(model, cfg.LLM.Context, contexts); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("%w: llm.context: %w", ErrInvalidConfig, err)
+		}
 		plan := cfg.Threads()
 		cp := llama.ContextParams{NCtx: cfg.LLM.Context, Threads: plan.LLM, ThreadsBatch: plan.LLMBatch}
 		eng, err := llamacpp.New(model, llamacpp.Config{Context: cp})
@@ -179,7 +190,10 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 		e.closers = append(e.closers, eng.Close)
 		e.LLM = eng
 		e.Tokenizer = eng.Tokenizer()
-		e.Context = serverContext(eng, cfg.LLM.Context, log)
+		if e.Context, err = serverContext(eng, cfg.LLM.Context, log); err != nil {
+			e.Close()
+			return nil, err
+		}
 		log.Info("LLM server", zap.Stringer("engine", eng), zap.Int("context", e.Context))
 		if needsSummarizer(cfg) {
 			e.Summarizer = summarizer(eng, cfg)
@@ -191,21 +205,24 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 // serverContext is the context the prompt is fitted to with an LLM server: the server's
 // own when it says (llama-server does), or the config's when that is smaller; the
 // config's alone when the server does not say (OpenAI-style APIs) or cannot be asked
-// now (it may come up later; generation reports it then).
-func serverContext(eng *llm.HTTPEngine, configured int, log *zap.Logger) int {
+// now (it may come up later; generation reports it then). A configured context longer
+// than the server's is refused: the server would cut the prompts it was promised.
+func serverContext(eng *llm.HTTPEngine, configured int, log *zap.Logger) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	n, err := eng.ContextSize(ctx)
 	switch {
 	case err != nil:
 		log.Warn("cannot ask the LLM server for its context size; using llm.context", zap.Error(err), zap.Int("context", configured))
-		return configured
+		return configured, nil
 	case n == 0:
-		return configured
-	case configured > 0 && configured < n:
-		return configured
+		return configured, nil
+	case configured > n:
+		return 0, fmt.Errorf("%w: llm.context: %d tokens is more than the server's context (want 1–%d, or 0 for the server's)", ErrInvalidConfig, configured, n)
+	case configured > 0:
+		return configured, nil
 	}
-	return n
+	return n, nil
 }
 
 func needsSummarizer(cfg Config) bool {
@@ -368,6 +385,8 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		asrCfg.Trailing = min(asrCfg.Trailing, vadCfg.MergeGap-vadCfg.SpeechPad)
 		asrCfg.PeekTrailing = min(asrCfg.Trailing, max(vadCfg.MinSilence-vadCfg.SpeechPad, 0))
 	}
+	plan := cfg.Threads()
+	vadCfg.Threads = plan.VAD
 	vadMod, closeVAD, err := openVAD(NameVAD, vadCfg)
 	if err != nil {
 		if _, statErr := os.Stat(vadCfg.Model); statErr != nil {
@@ -377,7 +396,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	a.closers = append(a.closers, closeVAD)
 	a.vad = vadMod
-	asrCfg.Whisper.Threads = cfg.Threads().Whisper
+	asrCfg.Whisper.Threads = plan.Whisper
 	asrMod, closeASR, err := openASR(NameASR, asrCfg)
 	if err != nil {
 		return fail(fmt.Errorf("asr: %w", err))

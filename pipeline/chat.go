@@ -12,6 +12,7 @@ import (
 
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/dialogue/protocol"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/modules/llm"
 	"go.uber.org/zap"
 )
@@ -179,6 +180,9 @@ func (c *chat) run(ctx context.Context, in io.Reader) (err error) {
 		end := sc.Err()
 		if end == nil {
 			end = io.EOF
+		}
+		if errors.Is(end, bufio.ErrTooLong) {
+			end = &regularfile.TooLargeError{What: "a line", Limit: maxChatLineBytes}
 		}
 		select {
 		case lines <- chatLine{err: end}:
@@ -431,6 +435,9 @@ func (c *chat) reply(ctx context.Context, turnID int) error {
 	case cancelled:
 		fmt.Fprintln(c.Out, " [interrupted]")
 		u.Interrupted = true
+	case genErr != nil && u.Text == "":
+		fmt.Fprintln(c.Out, "[failed]")
+		fmt.Fprintf(c.Err, "agent chat: the model failed before it wrote anything (%v); your line is kept and goes with your next one\n", genErr)
 	case genErr != nil:
 		fmt.Fprintln(c.Out, " [failed]")
 		fmt.Fprintf(c.Err, "agent chat: the model failed during the reply (%v); what it wrote is kept as an interrupted turn\n", genErr)
@@ -441,7 +448,9 @@ func (c *chat) reply(ctx context.Context, turnID int) error {
 	c.Log.Debug("reply", zap.Int("turn", turnID), zap.String("stop", res.StopReason), zap.Int("tokens", res.Tokens),
 		zap.Int("prompt_tokens", res.PromptTokens), zap.Int("cached_tokens", res.CachedTokens))
 	if u.Text == "" {
-		// Like a reply nobody heard in the voice agent: nothing to remember.
+		// Like a reply nobody heard in the voice agent: nothing to remember. The user's
+		// line stays, and the next prompt joins it with their next one (see
+		// dialogue's prompts).
 		return nil
 	}
 	// The user saw exactly what was printed, so an interrupted reply is stored as it

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/logging"
 	"github.com/parley-voice/parley/modelstore"
@@ -116,9 +115,10 @@ type LLMConfig struct {
 	// reading prompts (0: the thread plan's, half the cores; see ThreadPlan).
 	Threads      int `yaml:"threads"`
 	ThreadsBatch int `yaml:"threads_batch"`
-	// Context is the context length in tokens (0: the model's, at most 4096). With the
-	// http engine, a server that reports its own (llama-server) is asked at start, and
-	// the smaller of the two is used.
+	// Context is the context length in tokens (0: the model's, at most 4096). It may not
+	// exceed what the model was trained on, nor need more memory for its KV cache than
+	// is available (checked when the model loads). With the http engine, a server that
+	// reports its own (llama-server) is asked at start: a longer one is refused.
 	Context int `yaml:"context"`
 	// Timeout is how long the http engine waits for the server to start answering and,
 	// while it streams, for its next piece (default 60 s).
@@ -166,8 +166,8 @@ type DialogueConfig struct {
 	// InterruptedMark is shown after an interrupted agent turn in prompts ("" for none).
 	InterruptedMark string `yaml:"interrupted_mark"`
 	// ShowBackchannels shows the user's backchannels ("mm-hmm" while the agent spoke) in
-	// prompts, as user lines after the agent's turn; by default the history keeps them
-	// but prompts leave them out.
+	// prompts, after the agent's turn (joined with the user's next line, as consecutive
+	// user utterances are); by default the history keeps them but prompts leave them out.
 	ShowBackchannels bool `yaml:"show_backchannels"`
 	// MinWordFraction is how much of a word's audio must have been heard for it to
 	// count as heard when the agent is interrupted (default 0.5; 1: whole words only).
@@ -249,12 +249,15 @@ func Default(paths userdirs.Paths) Config {
 // ErrInvalidConfig is wrapped by every configuration error.
 var ErrInvalidConfig = errors.New("invalid configuration")
 
+// MaxConfigBytes is the largest configuration file Load reads.
+const MaxConfigBytes = 1 << 20
+
 // Load reads a YAML configuration on top of base. Unknown keys are errors (with their
 // line); ${VAR} and $VAR in paths are expanded, and relative paths are taken from the
 // file's directory. A model given by its name in the catalog (modelstore, 'agent models
 // list') is the shared test assets' copy when they hold one, else the models folder's.
 func Load(path string, base Config) (Config, error) {
-	data, err := regularfile.ReadFile(path)
+	data, err := regularfile.ReadFile(path, MaxConfigBytes)
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
@@ -362,105 +365,6 @@ func expandPath(p, dir string) (string, error) {
 	return filepath.Clean(p), nil
 }
 
-// Validate reports every setting that cannot work.
-func (c Config) Validate() error {
-	var errs []error
-	add := func(section string, err error) {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", section, err))
-		}
-	}
-	switch c.Pipeline {
-	case Predictive, Incremental, TurnBased:
-	default:
-		add("pipeline", fmt.Errorf("%q (want %s)", c.Pipeline, strings.Join(Pipelines, ", ")))
-	}
-	if c.Pipeline == Predictive {
-		add("end_of_turn", c.EndOfTurn.Validate())
-	}
-	if c.TurnTaking.Prepare.After < 0 {
-		add("turn_taking.prepare", errors.New("after must not be negative"))
-	}
-	add("turn_taking.barge_in", validBargeIn(c.TurnTaking.BargeIn))
-	if c.Overlap.Enabled {
-		add("overlap", c.Overlap.Validate())
-	}
-	add("vad", c.VAD.Validate())
-	add("tts", c.TTS.Validate())
-	switch c.ASR.Engine {
-	case "pocketsphinx", "whisper":
-	default:
-		add("asr", fmt.Errorf("engine %q (want pocketsphinx or whisper)", c.ASR.Engine))
-	}
-	switch c.LLM.Engine {
-	case "llama":
-		if c.LLM.Model == "" {
-			add("llm", errors.New("the llama engine needs a model file"))
-		}
-	case "http":
-		if c.LLM.URL == "" {
-			add("llm", errors.New("the http engine needs a url"))
-		}
-	default:
-		add("llm", fmt.Errorf("engine %q (want llama or http)", c.LLM.Engine))
-	}
-	if c.Cores < 0 {
-		add("cores", errors.New("must not be negative (0: the machine's logical CPUs)"))
-	}
-	if c.LLM.MaxTokens < 0 || c.LLM.Context < 0 || c.LLM.Threads < 0 || c.LLM.ThreadsBatch < 0 || c.LLM.ClauseMaxWords < 0 || c.LLM.FirstClauseMaxWords < 0 || c.LLM.Timeout < 0 {
-		add("llm", errors.New("max_tokens, context, threads, threads_batch, clause_max_words, first_clause_max_words and timeout must not be negative"))
-	}
-	if c.LLM.Temperature < 0 || c.LLM.TopP < 0 || c.LLM.TopP > 1 || c.LLM.MinP < 0 || c.LLM.MinP > 1 {
-		add("llm", errors.New("sampling: temperature ≥ 0, top_p and min_p in [0, 1]"))
-	}
-	if c.Dialogue.PromptFormat == "" {
-		add("dialogue", errors.New("prompt_format is required"))
-	} else if _, err := dialogue.LoadFormat(c.Dialogue.PromptFormat); err != nil {
-		add("dialogue", err)
-	}
-	switch c.Dialogue.Memory.Strategy {
-	case "", "buffer", "summary":
-	case "window":
-		if c.Dialogue.Memory.Window < 1 {
-			add("dialogue.memory", errors.New("a window memory needs window ≥ 1"))
-		}
-	case "summary-buffer":
-		if c.Dialogue.Memory.TokenLimit < 1 {
-			add("dialogue.memory", errors.New("a summary-buffer memory needs token_limit ≥ 1"))
-		}
-	default:
-		add("dialogue.memory", fmt.Errorf("strategy %q (want buffer, window, summary or summary-buffer)", c.Dialogue.Memory.Strategy))
-	}
-	if f := c.Dialogue.MinWordFraction; f < 0 || f > 1 {
-		add("dialogue", errors.New("min_word_fraction must be in [0, 1]"))
-	}
-	if c.Dialogue.ReplyReserve < 0 {
-		add("dialogue", errors.New("reply_reserve must not be negative"))
-	}
-	b := c.TurnTaking.BargeIn
-	if b.MinDuration < 0 || b.Grace < 0 || b.MinWords < 0 || c.TurnTaking.Reengage.After < 0 {
-		add("turn_taking", errors.New("durations and word counts must not be negative"))
-	}
-	if c.Audio.Frame < 0 || c.Audio.OutputLatency < 0 || c.Audio.InputLatency < 0 {
-		add("audio", errors.New("durations must not be negative"))
-	}
-	if _, err := aec.ParseMode(c.Audio.EchoCancel); err != nil {
-		add("audio", err)
-	}
-	switch c.Audio.EchoEngine {
-	case "", "webrtc", "speex":
-	default:
-		add("audio", fmt.Errorf("echo_engine %q (want webrtc or speex)", c.Audio.EchoEngine))
-	}
-	if _, err := logging.ParseModuleLevels(""); err != nil {
-		add("logging", err)
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
-	}
-	return nil
-}
-
 // WithPipeline returns cfg changed to run pipeline name (see Predictive, Incremental and
 // TurnBased); the baselines turn off what they do not have.
 func WithPipeline(cfg Config, name string) Config {
@@ -487,30 +391,4 @@ func defaultOverlap() overlap.Config {
 	c := overlap.DefaultConfig()
 	c.Enabled = true
 	return c
-}
-
-// validBargeIn checks the soft barge-in settings.
-func validBargeIn(b turntaking.BargeInConfig) error {
-	switch b.Hold {
-	case "", turntaking.HoldDuck, turntaking.HoldPause:
-	default:
-		return fmt.Errorf("hold %q (want %s or %s)", b.Hold, turntaking.HoldDuck, turntaking.HoldPause)
-	}
-	if b.DuckGain > 0 || b.DuckGain < -60 || b.DuckGain != b.DuckGain {
-		return fmt.Errorf("duck_gain %g dB (want -60 to 0)", b.DuckGain)
-	}
-	backs, interrupts := b.WordLists()
-	if len(backs) == 0 || len(interrupts) == 0 {
-		return fmt.Errorf("no backchannels or interrupt words for language %q: list them (backchannels, interrupt_words)", b.Language)
-	}
-	e := b.Evidence
-	for _, c := range []float32{e.KeywordConfidence, e.WordConfidence, e.TurnWordConfidence, e.BackchannelConfidence, e.DoubtConfidence, e.RepeatConfidence} {
-		if c < 0 || c > 1 || c != c {
-			return errors.New("evidence confidences must be in [0, 1]")
-		}
-	}
-	if e.KeywordSound < 0 || e.Rejoin < 0 || b.MaxBackchannel < 0 {
-		return errors.New("durations must not be negative")
-	}
-	return nil
 }

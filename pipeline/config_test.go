@@ -62,7 +62,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "window without size", yaml: "dialogue:\n  memory:\n    strategy: window\n", wantErr: "window ≥ 1"},
 		{name: "bad memory", yaml: "dialogue:\n  memory:\n    strategy: forget-everything\n", wantErr: "strategy \"forget-everything\""},
 		{name: "negative durations", yaml: "turn_taking:\n  barge_in:\n    min_duration: -1s\n", wantErr: "must not be negative"},
-		{name: "a negative rejoin", yaml: "turn_taking:\n  barge_in:\n    evidence:\n      rejoin: -1s\n", wantErr: "durations must not be negative"},
+		{name: "a negative rejoin", yaml: "turn_taking:\n  barge_in:\n    evidence:\n      rejoin: -1s\n", wantErr: "evidence.rejoin"},
 		{name: "fraction out of range", yaml: "dialogue:\n  min_word_fraction: 2\n", wantErr: "min_word_fraction"},
 		{name: "several errors at once", yaml: "asr:\n  engine: x\nllm:\n  engine: y\n", wantErr: "llm: engine \"y\""},
 		{name: "not YAML", yaml: "{{{", wantErr: "invalid configuration"},

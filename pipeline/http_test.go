@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -19,7 +20,8 @@ import (
 
 // TestLoadEnginesLearnsServerContext: with the http engine the prompt is fitted to the
 // context the server reports (llama-server -c 512), or to llm.context when that is
-// smaller, or when the server does not say (an OpenAI-style API).
+// smaller, or when the server does not say (an OpenAI-style API). An llm.context longer
+// than the server's is refused, with the server's as the limit.
 func TestLoadEnginesLearnsServerContext(t *testing.T) {
 	srv := llmtest.StartLlamaServer(t, 0)
 	openAI := httptest.NewServer(http.NotFoundHandler())
@@ -28,16 +30,26 @@ func TestLoadEnginesLearnsServerContext(t *testing.T) {
 		url        string
 		configured int
 		want       int
+		wantErr    string
 	}{
-		{srv.URL, 0, 512},
-		{srv.URL + "/v1", 4096, 512},
-		{srv.URL, 256, 256},
-		{openAI.URL + "/v1", 1000, 1000},
-		{openAI.URL + "/v1", 0, 0},
+		{srv.URL, 0, 512, ""},
+		{srv.URL + "/v1", 4096, 0, "llm.context: 4096 tokens is more than the server's context (want 1–512, or 0 for the server's)"},
+		{srv.URL, 256, 256, ""},
+		{openAI.URL + "/v1", 1000, 1000, ""},
+		{openAI.URL + "/v1", 0, 0, ""},
 	} {
 		cfg := demoConfig(t)
 		cfg.LLM.Engine, cfg.LLM.URL, cfg.LLM.Context = "http", tt.url, tt.configured
 		eng, err := LoadEngines(cfg, nil)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("%s with llm.context %d: %v, want %q", tt.url, tt.configured, err, tt.wantErr)
+			}
+			if eng != nil {
+				eng.Close()
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
+	"github.com/parley-voice/parley/engines/espeak"
 	"github.com/parley-voice/parley/engines/speexdsp"
 	"github.com/parley-voice/parley/engines/webrtcapm"
 	"github.com/parley-voice/parley/modules/aec"
@@ -98,6 +100,10 @@ func openTTS(name string, cfg tts.Config, wrap func(tts.Engine) tts.Engine) (*tt
 		return nil, nil, err
 	}
 	e, err := espeakng.New(cfg)
+	var unknown *espeak.VoiceError
+	if errors.As(err, &unknown) {
+		return nil, nil, fmt.Errorf("%w: voice: %w", ErrInvalidConfig, unknown)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

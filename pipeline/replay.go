@@ -17,6 +17,7 @@ import (
 	"github.com/parley-voice/parley/audio/room"
 	"github.com/parley-voice/parley/clock"
 	"github.com/parley-voice/parley/dialogue"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/iu/plot"
 	"github.com/parley-voice/parley/metrics"
@@ -131,6 +132,11 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, err
 	}
+	if opts.Record {
+		if err := CheckReplayOutputs(opts.OutDir); err != nil {
+			return nil, err
+		}
+	}
 	var clk clock.Clock = clock.Real{}
 	if !opts.RealClock {
 		v := clock.NewVirtual(time.Now())
@@ -170,7 +176,7 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	}
 	var timelineFile *os.File
 	if opts.Record {
-		if timelineFile, err = os.Create(filepath.Join(opts.OutDir, "timeline.jsonl")); err != nil {
+		if timelineFile, err = regularfile.Create(filepath.Join(opts.OutDir, "timeline.jsonl"), 0o644); err != nil {
 			return nil, err
 		}
 		defer timelineFile.Close()
@@ -288,7 +294,7 @@ func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	if err := os.WriteFile(filepath.Join(dir, "transcript.txt"), []byte(tb.String()), 0o644); err != nil {
+	if err := regularfile.WriteFile(filepath.Join(dir, "transcript.txt"), []byte(tb.String()), 0o644); err != nil {
 		return err
 	}
 
@@ -300,7 +306,7 @@ func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "metrics.json"), data, 0o644); err != nil {
+	if err := regularfile.WriteFile(filepath.Join(dir, "metrics.json"), data, 0o644); err != nil {
 		return err
 	}
 
@@ -315,7 +321,23 @@ func writeReplayFiles(res *ReplayResult, userWAV, agentWAV string) error {
 	if _, err := plot.SVGFrom(&svg, tf, plot.Options{}); err != nil {
 		return fmt.Errorf("timeline plot: %w", err)
 	}
-	return os.WriteFile(filepath.Join(dir, "timeline.svg"), svg.Bytes(), 0o644)
+	return regularfile.WriteFile(filepath.Join(dir, "timeline.svg"), svg.Bytes(), 0o644)
+}
+
+// replayOutputs are the files a recorded replay writes into its folder.
+var replayOutputs = []string{"agent.wav", "user.wav", "mic.wav", "aec.wav", "aec-linear.wav", "heard.wav",
+	"timeline.jsonl", "transcript.txt", "metrics.json", "timeline.svg"}
+
+// CheckReplayOutputs refuses a folder where one of the files a recorded replay writes is
+// a device, a FIFO or a symbolic link (they are written only as regular files). Replay
+// calls it before it runs; commands call it before they load the engines.
+func CheckReplayOutputs(dir string) error {
+	for _, name := range replayOutputs {
+		if err := regularfile.CheckOutput(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // speculationOf leaves the counts out of reports of pipelines that prepare nothing.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 )
 
 // ThreadPlan is how the engines share the machine's cores: the LLM's threads for
@@ -20,22 +21,49 @@ type ThreadPlan struct {
 	LLMBatch int `json:"llm_batch_threads"`
 	// Whisper is whisper.cpp's decoding threads (used when the ASR engine is whisper).
 	Whisper int `json:"whisper_threads"`
+	// VAD is the Silero VAD's threads (vad.threads, at most the cores).
+	VAD int `json:"vad_threads,omitempty"`
 	// OpenMPWait is the OpenMP wait policy of the process (OMP_WAIT_POLICY; 'agent'
 	// re-runs itself with passive when none is set: spinning idle threads would take the
 	// cores the plan gives the others).
 	OpenMPWait string `json:"openmp_wait_policy"`
+	// Capped says which configured thread counts were more than the machine's cores,
+	// and what they were capped to (LoadEngines logs it).
+	Capped []string `json:"capped,omitempty"`
+}
+
+// CapThreads limits a thread count (cores, a setting's threads) to the machine's logical
+// CPUs: more threads than cores only slow the engines (and a very large number makes
+// libgomp fail). note says what was capped, for a log line; it is "" when n fits.
+func CapThreads(key string, n int) (capped int, note string) {
+	cpus := runtime.NumCPU()
+	if n <= cpus {
+		return n, ""
+	}
+	return cpus, fmt.Sprintf("%s %d is more than the machine's %d logical CPUs: using %d", key, n, cpus, cpus)
 }
 
 // Threads returns the thread plan of c: each engine's configured threads, or half the
-// cores (all of them for prompts).
+// cores (all of them for prompts), none more than the machine's logical CPUs.
 func (c Config) Threads() ThreadPlan {
-	cores := c.Cores
+	p := ThreadPlan{OpenMPWait: os.Getenv("OMP_WAIT_POLICY")}
+	capped := func(key string, n int) int {
+		n, note := CapThreads(key, n)
+		if note != "" {
+			p.Capped = append(p.Capped, note)
+		}
+		return n
+	}
+	cores := capped("cores", c.Cores)
 	if cores <= 0 {
 		cores = runtime.NumCPU()
 	}
 	half := max(1, cores/2)
-	p := ThreadPlan{Cores: cores, LLM: c.LLM.Threads, LLMBatch: c.LLM.ThreadsBatch, Whisper: c.ASR.Whisper.Threads,
-		OpenMPWait: os.Getenv("OMP_WAIT_POLICY")}
+	p.Cores = cores
+	p.LLM = capped("llm.threads", c.LLM.Threads)
+	p.LLMBatch = capped("llm.threads_batch", c.LLM.ThreadsBatch)
+	p.Whisper = capped("asr.whisper.threads", c.ASR.Whisper.Threads)
+	p.VAD = capped("vad.threads", c.VAD.Threads)
 	if p.LLM <= 0 {
 		p.LLM = half
 	}
@@ -55,5 +83,9 @@ func (c Config) Threads() ThreadPlan {
 
 // String is the plan on one line ('agent doctor', logs).
 func (p ThreadPlan) String() string {
-	return fmt.Sprintf("%d cores: llm %d threads (prompts %d), whisper %d; OpenMP wait policy %s", p.Cores, p.LLM, p.LLMBatch, p.Whisper, p.OpenMPWait)
+	s := fmt.Sprintf("%d cores: llm %d threads (prompts %d), whisper %d; OpenMP wait policy %s", p.Cores, p.LLM, p.LLMBatch, p.Whisper, p.OpenMPWait)
+	if len(p.Capped) > 0 {
+		s += " (" + strings.Join(p.Capped, "; ") + ")"
+	}
+	return s
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio/room"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/internal/shapemodels"
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/pipeline"
@@ -152,6 +153,10 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	if dir == "" {
 		dir = filepath.Join(a.paths.Logs, "bench-"+time.Now().Format("20060102-150405"))
 	}
+	// Refused now rather than after minutes of runs.
+	if err := regularfile.CheckOutput(filepath.Join(dir, "bench.json")); err != nil {
+		return err
+	}
 	eng, err := pipeline.LoadEngines(cfg, a.log)
 	if err != nil {
 		return err
@@ -237,7 +242,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	path := filepath.Join(dir, "bench.json")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := regularfile.WriteFile(path, data, 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "wrote %s\n", path)

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/engines/llama"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/llm/llamacpp"
+	"github.com/parley-voice/parley/pipeline"
 	"go.uber.org/zap"
 )
 
@@ -30,6 +32,10 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
+// maxPromptBytes bounds the prompt 'agent generate --prompt -' reads from standard input
+// (more than the largest context holds).
+const maxPromptBytes = 4 << 20
+
 func runGenerate(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "generate", "[--prompt] TEXT")
 	model := fs.String("model", "", "GGUF model file (llama engine), or the model name to request (http engine)")
@@ -40,11 +46,11 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 	mode := fs.String("mode", llm.ModeCompletions, "http endpoint: completions or chat")
 	apiKeyEnv := fs.String("api-key-env", "OPENAI_API_KEY", "environment variable holding the server's API key (http engine)")
 	timeout := fs.Duration("timeout", 60*time.Second, "http engine: how long to wait for the server to answer or stream on")
-	temp := fs.Float64("temp", 0, "temperature; 0 is greedy (the default unless a sampling flag is given, which makes it 0.8)")
+	temp := floatVar(fs, "temp", 0, atLeast0, "temperature; 0 is greedy (the default unless a sampling flag is given, which makes it 0.8)")
 	topK := fs.Int("top-k", 0, "top-k sampling (0: off)")
-	topP := fs.Float64("top-p", 0, "top-p (nucleus) sampling (0 or 1: off)")
-	minP := fs.Float64("min-p", 0, "min-p sampling (0: off)")
-	repeat := fs.Float64("repeat-penalty", 0, "repetition penalty (0 or 1: off)")
+	topP := floatVar(fs, "top-p", 0, floatRange{min: 0, max: 1}, "top-p (nucleus) sampling (0 or 1: off)")
+	minP := floatVar(fs, "min-p", 0, floatRange{min: 0, max: 1}, "min-p sampling (0: off)")
+	repeat := floatVar(fs, "repeat-penalty", 0, atLeast0, "repetition penalty (0 or 1: off)")
 	seed := fs.Uint("seed", 0, "sampling seed (the same seed repeats a sampled completion)")
 	threads := fs.Int("threads", 0, "CPU threads for the llama engine (0: half the logical CPUs)")
 	nctx := fs.Int("ctx", 0, "context length for the llama engine (0: the model's, at most 4096)")
@@ -61,7 +67,7 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 		return usageErrorf("unexpected arguments %q (the prompt was given with --prompt)", rest)
 	}
 	if text == "-" {
-		b, err := io.ReadAll(os.Stdin)
+		b, err := regularfile.ReadAll(os.Stdin, maxPromptBytes, "standard input")
 		if err != nil {
 			return fmt.Errorf("reading the prompt: %w", err)
 		}
@@ -72,6 +78,16 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 	}
 	if *maxTokens < 0 {
 		return usageErrorf("--max-tokens must not be negative")
+	}
+	if *topK < 0 || *nctx < 0 || *threads < 0 {
+		return usageErrorf("--top-k, --ctx and --threads must not be negative")
+	}
+	if *nctx > pipeline.MaxContext {
+		return usageErrorf("--ctx %d is not in 0–%d", *nctx, pipeline.MaxContext)
+	}
+	if n, note := pipeline.CapThreads("--threads", *threads); note != "" {
+		a.log.Warn("threads capped: " + note)
+		*threads = n
 	}
 
 	sampling := llm.Sampling{
@@ -98,6 +114,10 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 			Model:   llama.ModelParams{UseMmap: true},
 			Context: llama.ContextParams{NCtx: *nctx, Threads: *threads},
 		})
+		var ce *llamacpp.ContextError
+		if errors.As(err, &ce) {
+			return usageErrorf("--ctx: %v", ce)
+		}
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/dialogue"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/pipeline"
 	"go.uber.org/zap"
@@ -46,6 +47,9 @@ func runLive(ctx context.Context, a *app, args []string) error {
 	if len(rest) > 0 {
 		return usageErrorf("live takes no arguments (got %q)", rest)
 	}
+	if *duration < 0 {
+		return usageErrorf("--duration %v must not be negative (0: until Ctrl-C)", *duration)
+	}
 	if *input != "" {
 		cfg.Audio.Input = *input
 	}
@@ -54,6 +58,10 @@ func runLive(ctx context.Context, a *app, args []string) error {
 	}
 	if *timelinePath == "" {
 		*timelinePath = filepath.Join(a.paths.Logs, "live-"+time.Now().Format("20060102-150405")+".jsonl")
+	}
+	// The timeline is written only as a regular file: say so before the session starts.
+	if err := regularfile.CheckOutput(*timelinePath); err != nil {
+		return fmt.Errorf("--timeline: %w", err)
 	}
 	if cfg.Session.Resume {
 		sayResumed(a.stdout, sessionDir)
@@ -112,8 +120,8 @@ func sessionNote(dir string) string {
 	return fmt.Sprintf("the session is saved in %s (continue it with 'agent live --resume %s')", dir, filepath.Base(dir))
 }
 
-// lazyFile is a file created at its first write, so that a session that never started
-// leaves no empty file behind.
+// lazyFile is a regular file created at its first write, so that a session that never
+// started leaves no empty file behind.
 type lazyFile struct {
 	path string
 	f    *os.File
@@ -123,7 +131,7 @@ type lazyFile struct {
 func (l *lazyFile) Write(p []byte) (int, error) {
 	if l.f == nil && l.err == nil {
 		if l.err = os.MkdirAll(filepath.Dir(l.path), 0o755); l.err == nil {
-			l.f, l.err = os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			l.f, l.err = regularfile.Create(l.path, 0o644)
 		}
 	}
 	if l.err != nil {
@@ -142,7 +150,7 @@ func (l *lazyFile) Close() error {
 	return l.f.Close()
 }
 
-// Remove deletes the file if it was created.
+// Remove deletes the file if it was created (Create made it a regular file).
 func (l *lazyFile) Remove() {
 	if l.f != nil {
 		_ = os.Remove(l.path)

@@ -146,8 +146,11 @@ func runModels(ctx context.Context, a *app, args []string) error {
 	}
 }
 
+// maxCatalogBytes bounds a --catalog file.
+const maxCatalogBytes = 1 << 20
+
 func loadCatalog(path string) (modelstore.Catalog, error) {
-	data, err := regularfile.ReadFile(path)
+	data, err := regularfile.ReadFile(path, maxCatalogBytes)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/iu/plot"
@@ -19,11 +17,17 @@ func plotCommand() command {
 	}
 }
 
+// maxTimelineBytes bounds the timeline 'agent plot' reads (a live session of hours).
+const maxTimelineBytes = 256 << 20
+
+// maxPlotWidth bounds --width: wider plots are no use on any screen.
+const maxPlotWidth = 1 << 16
+
 func runPlot(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "plot", "TIMELINE.jsonl")
 	out := fs.String("o", "", "output SVG file (default: TIMELINE.svg)")
-	from := fs.Float64("from", 0, "start of the time range in seconds")
-	to := fs.Float64("to", 0, "end of the time range in seconds (0: the whole timeline)")
+	from := floatVar(fs, "from", 0, atLeast0, "start of the time range in seconds")
+	to := floatVar(fs, "to", 0, atLeast0, "end of the time range in seconds (0: the whole timeline)")
 	width := fs.Int("width", 1400, "width of the plot in pixels")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
@@ -31,6 +35,12 @@ func runPlot(ctx context.Context, a *app, args []string) error {
 	}
 	if len(rest) != 1 {
 		return usageErrorf("plot needs one timeline file")
+	}
+	if *width < 0 || *width > maxPlotWidth {
+		return usageErrorf("--width %d is not in 0–%d (0: 1400)", *width, maxPlotWidth)
+	}
+	if *to != 0 && *to <= *from {
+		return usageErrorf("--to %g must be after --from %g (or 0: the whole timeline)", *to, *from)
 	}
 	f, err := regularfile.Open(rest[0])
 	if err != nil {
@@ -48,34 +58,11 @@ func runPlot(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", rest[0], err)
 	}
-	if err := writeFileAtomic(path, svg.Bytes()); err != nil {
+	if err := regularfile.WriteFile(path, svg.Bytes(), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "wrote %s (%d updates)\n", path, updates)
 	return nil
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same folder, so
-// that path holds either its old contents or all of data, never a part of it.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }
 
 // trimExt drops a file name's last extension.

@@ -54,6 +54,9 @@ func runReplay(ctx context.Context, a *app, args []string) error {
 		dir = filepath.Join(a.paths.Logs, "replays", name+"-"+time.Now().Format("20060102-150405"))
 	}
 	a.log.Info("replay", zap.String("input", rest[0]), zap.String("config", from), zap.String("output", dir), zap.String("clock", *clockName))
+	if err := pipeline.CheckReplayOutputs(dir); err != nil {
+		return err
+	}
 	eng, err := pipeline.LoadEngines(cfg, a.log)
 	if err != nil {
 		return err

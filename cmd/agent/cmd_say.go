@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/engines/espeak"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/tts/espeakng"
@@ -36,7 +40,7 @@ type wordTiming struct {
 func runSay(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "say", `"text" (or - to read standard input)`)
 	cfg := tts.DefaultConfig()
-	out := fs.String("o", "say.wav", "WAV file to write")
+	out := fs.String("o", "say.wav", "WAV file to write; a FIFO or a device (/dev/stdout) is streamed to, - is standard output (the report then goes to standard error)")
 	fs.StringVar(&cfg.Voice, "voice", cfg.Voice, "espeak-ng voice or language (see --voices)")
 	fs.IntVar(&cfg.Rate, "rate", cfg.Rate, "speaking rate in words per minute (80-450)")
 	fs.IntVar(&cfg.Pitch, "pitch", cfg.Pitch, "base pitch (1-100)")
@@ -50,9 +54,9 @@ func runSay(ctx context.Context, a *app, args []string) error {
 	}
 	text := strings.Join(pos, " ")
 	if text == "-" {
-		b, err := io.ReadAll(os.Stdin)
+		b, err := regularfile.ReadAll(os.Stdin, maxSayBytes, "standard input")
 		if err != nil {
-			return fmt.Errorf("reading standard input: %w", err)
+			return fmt.Errorf("reading the text to say: %w", err)
 		}
 		text = string(b)
 	}
@@ -64,6 +68,10 @@ func runSay(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	engine, err := espeakng.New(cfg)
+	var unknown *espeak.VoiceError
+	if errors.As(err, &unknown) {
+		return usageErrorf("--voice: %v", unknown)
+	}
 	if err != nil {
 		return err
 	}
@@ -80,19 +88,62 @@ func runSay(ctx context.Context, a *app, args []string) error {
 	for _, c := range chunks {
 		pcm.Samples = append(pcm.Samples, c.Audio.Samples...)
 	}
-	if err := audio.WriteWAVFile(*out, pcm, 16); err != nil {
+	report := a.stdout
+	if *out == "-" {
+		report = a.stderr
+	}
+	wrote, err := writeSaid(ctx, a, *out, pcm)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "wrote %s: %.2f s at %d Hz in %d chunks\n", *out, pcm.Duration().Seconds(), pcm.Rate, len(chunks))
+	fmt.Fprintf(report, "%s: %.2f s at %d Hz in %d chunks\n", wrote, pcm.Duration().Seconds(), pcm.Rate, len(chunks))
 	if spoken := normalize.Normalize(text).Spoken; spoken != text {
-		fmt.Fprintf(a.stdout, "spoken as: %s\n", spoken)
+		fmt.Fprintf(report, "spoken as: %s\n", spoken)
 	}
-	tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(report, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "start\tend\tbytes\tword")
 	for _, w := range wordTimings(chunks) {
 		fmt.Fprintf(tw, "%.3f\t%.3f\t%d-%d\t%s\n", w.start.Seconds(), w.end.Seconds(), w.charStart, w.charEnd, w.word)
 	}
 	return tw.Flush()
+}
+
+// maxSayBytes bounds the text 'agent say -' reads from standard input (hours of speech).
+const maxSayBytes = 1 << 20
+
+// writeSaid writes the speech to out as a WAV file and says where it went: "-" is
+// standard output, a FIFO or a character device is streamed to in place, and a
+// regular file or a new path is written whole, atomically (anything else is refused and
+// left as it is).
+func writeSaid(ctx context.Context, a *app, out string, pcm audio.Frame) (string, error) {
+	if out == "-" {
+		if err := audio.EncodeWAV(a.stdout, pcm, 16); err != nil {
+			return "", fmt.Errorf("writing the WAV to standard output: %w", err)
+		}
+		return "streamed to standard output", nil
+	}
+	if !regularfile.IsStream(out) {
+		if err := audio.WriteWAVFile(out, pcm, 16); err != nil {
+			return "", err
+		}
+		return "wrote " + out, nil
+	}
+	f, err := regularfile.OpenStream(ctx, out, 0o644)
+	if err != nil {
+		return "", err
+	}
+	bw := bufio.NewWriter(f)
+	err = audio.EncodeWAV(bw, pcm, 16)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("streaming the WAV to %s: %w", out, err)
+	}
+	return "streamed to " + out, nil
 }
 
 // speak runs text through the TTS module in a small network and returns its chunks.

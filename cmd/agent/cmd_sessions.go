@@ -132,9 +132,18 @@ func (sf *sessionFlags) apply(cfg *pipeline.Config, rest []string) (string, []st
 		case name == "":
 			name = *sf.name
 		}
+		if name != "" {
+			if err := dialogue.ValidSessionName(name); err != nil {
+				return "", nil, usageErrorf("--resume: %v", err)
+			}
+		}
 		cfg.Session.Name = name
 		cfg.Session.Resume = true
 	} else if *sf.name != "" {
+		// Checked now, before anything is asked of the user, not at the first save.
+		if err := dialogue.ValidSessionName(*sf.name); err != nil {
+			return "", nil, usageErrorf("--session: %v", err)
+		}
 		cfg.Session.Name = *sf.name
 	}
 	if cfg.Session.Resume && cfg.Session.Name == "" {

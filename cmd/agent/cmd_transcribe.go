@@ -71,24 +71,13 @@ func (h *hearingFlags) registerVAD(fs *flag.FlagSet) {
 	c := &h.vadCfg
 	fs.StringVar(&c.Model, "vad-model", c.Model, "Silero VAD model (whisper.cpp ggml format)")
 	thr := float64(c.Threshold)
-	fs.Func("threshold", fmt.Sprintf("speech probability that starts speech (default %g)", thr), floatFlag(&c.Threshold))
-	fs.Func("neg-threshold", "probability below which silence starts (default: threshold-0.15)", floatFlag(&c.NegThreshold))
+	fs.Func("threshold", fmt.Sprintf("speech probability that starts speech, in (0, 1] (default %g)", thr), float32Func(&c.Threshold, floatRange{min: 0, max: 1, openMin: true}))
+	fs.Func("neg-threshold", "probability below which silence starts, in [0, threshold] (default: threshold-0.15)", float32Func(&c.NegThreshold, floatRange{min: 0, max: 1}))
 	fs.DurationVar(&c.MinSpeech, "min-speech", c.MinSpeech, "shortest speech that counts")
 	fs.DurationVar(&c.MinSilence, "min-silence", c.MinSilence, "silence that ends a segment")
 	fs.DurationVar(&c.SpeechPad, "pad", c.SpeechPad, "padding added before and after each segment")
 	fs.DurationVar(&c.MergeGap, "merge-gap", c.MergeGap, "segments closer than this are merged")
 	fs.DurationVar(&c.EndOfTurn, "eot", c.EndOfTurn, "silence after speech that ends the user's turn")
-}
-
-func floatFlag(dst *float32) func(string) error {
-	return func(s string) error {
-		var v float64
-		if _, err := fmt.Sscan(s, &v); err != nil {
-			return fmt.Errorf("not a number: %q", s)
-		}
-		*dst = float32(v)
-		return nil
-	}
 }
 
 // hearing is the listening half of the agent: a reusable VAD scorer and ASR engine,
@@ -141,6 +130,11 @@ func openHearing(a *app, f *hearingFlags, withASR bool) (*hearing, error) {
 			return nil, fmt.Errorf("whisper model: %w (agent models pull, or --model)", err)
 		}
 	}
+	threads, note := pipeline.CapThreads("--threads", f.asrCfg.Whisper.Threads)
+	if note != "" {
+		a.log.Warn("threads capped: " + note)
+	}
+	f.asrCfg.Whisper.Threads = threads
 	if h.engine, err = pipeline.OpenASREngine(f.asrCfg); err != nil {
 		scorer.Close()
 		return nil, err

@@ -49,10 +49,6 @@ static espeak_ng_STATUS parley_set_voice(const char *name) {
 	return espeak_ng_SetVoiceByProperties(&spec);
 }
 
-static const char *parley_voice_name(const espeak_VOICE *v) { return v->name; }
-static const char *parley_voice_id(const espeak_VOICE *v) { return v->identifier; }
-static const char *parley_voice_languages(const espeak_VOICE *v) { return v->languages; }
-static int parley_voice_gender(const espeak_VOICE *v) { return v->gender; }
 */
 import "C"
 
@@ -376,6 +372,9 @@ func (s *Synth) initialise() error {
 	}
 	C.parley_install_callback()
 
+	if err := checkVoice(s.opts.Voice); err != nil {
+		return err
+	}
 	voice := C.CString(s.opts.Voice)
 	defer C.free(unsafe.Pointer(voice))
 	if err := statusError("voice "+s.opts.Voice, C.parley_set_voice(voice)); err != nil {
@@ -432,24 +431,7 @@ func (s *Synth) do(ctx context.Context, fn func()) error {
 // Voices lists the installed voices.
 func (s *Synth) Voices(ctx context.Context) ([]Voice, error) {
 	var out []Voice
-	err := s.do(ctx, func() {
-		list := C.espeak_ListVoices(nil)
-		if list == nil {
-			return
-		}
-		// The list is a NULL-terminated array owned by the library.
-		for _, v := range unsafe.Slice(list, 1<<16) {
-			if v == nil {
-				break
-			}
-			out = append(out, Voice{
-				Name:       C.GoString(C.parley_voice_name(v)),
-				Identifier: C.GoString(C.parley_voice_id(v)),
-				Languages:  parseLanguages(C.parley_voice_languages(v)),
-				Gender:     int(C.parley_voice_gender(v)),
-			})
-		}
-	})
+	err := s.do(ctx, func() { out = listVoices(C.espeak_ListVoices(nil)) })
 	return out, err
 }
 

@@ -3,6 +3,7 @@ package espeak
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -217,6 +218,8 @@ func TestNewErrors(t *testing.T) {
 		want error // nil: any error
 	}{
 		{"unknown voice", Options{Voice: "xyzzy"}, ErrVoiceNotFound},
+		{"a dialect espeak-ng would replace with its language", Options{Voice: "en-zz"}, ErrVoiceNotFound},
+		{"an unknown variant", Options{Voice: "en-us+nosuchvariant"}, ErrVoiceNotFound},
 		{"rate too low", Options{Rate: 20}, nil},
 		{"rate too high", Options{Rate: 900}, nil},
 		{"pitch", Options{Pitch: 101}, nil},
@@ -292,6 +295,35 @@ func TestVoices(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no en-us voice among %d voices", len(vs))
+	}
+}
+
+// TestVoiceNames: a voice is asked for by its name, identifier (with or without its
+// folder) or language, in any case, with an installed variant; anything else is
+// refused with the installed names closest to it.
+func TestVoiceNames(t *testing.T) {
+	for _, voice := range []string{"en-us", "EN-US", "gmw/en-US", "en-US", "English (America)", "en", "en-us+f3", "de"} {
+		s, err := New(Options{Voice: voice})
+		if err != nil {
+			t.Errorf("%q: %v", voice, err)
+			continue
+		}
+		s.Close()
+	}
+	for _, tt := range []struct{ voice, close string }{
+		{"en-zz", "en-us"},
+		{"en-uss", "en-us"},
+		{"en-us+f33", "f3"},
+	} {
+		_, err := New(Options{Voice: tt.voice})
+		var ve *VoiceError
+		if !errors.As(err, &ve) || !errors.Is(err, ErrVoiceNotFound) || !slices.Contains(ve.Close, tt.close) ||
+			!strings.Contains(err.Error(), fmt.Sprintf("%q is not one of espeak-ng's voices; close: ", tt.voice)) {
+			t.Errorf("%q: %v, want a refusal naming %q", tt.voice, err, tt.close)
+		}
+	}
+	if d := editDistance("kitten", "sitting"); d != 3 {
+		t.Errorf("editDistance = %d", d)
 	}
 }
 

@@ -53,6 +53,7 @@ type Model struct {
 	vocabOnly bool
 	nVocab    int
 	nCtxTrain int
+	shape     Shape
 	bos, eos  Token
 	eot, nl   Token
 	addBOS    bool
@@ -84,6 +85,16 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 	m := &Model{m: cm, vocab: C.llama_model_get_vocab(cm), path: path, vocabOnly: p.VocabOnly}
 	m.nVocab = int(C.llama_vocab_n_tokens(m.vocab))
 	m.nCtxTrain = int(C.llama_model_n_ctx_train(cm))
+	// llama.cpp aborts when asked for the heads of a model without layers (a vocabulary
+	// alone).
+	if layers := int(C.llama_model_n_layer(cm)); layers > 0 && !p.VocabOnly {
+		m.shape = Shape{
+			Layers:  layers,
+			Heads:   int(C.llama_model_n_head(cm)),
+			KVHeads: int(C.llama_model_n_head_kv(cm)),
+			Embd:    int(C.llama_model_n_embd(cm)),
+		}
+	}
 	m.bos = Token(C.llama_vocab_bos(m.vocab))
 	m.eos = Token(C.llama_vocab_eos(m.vocab))
 	m.eot = Token(C.llama_vocab_eot(m.vocab))
@@ -146,6 +157,29 @@ func (m *Model) VocabSize() int { return m.nVocab }
 
 // ContextTrainSize returns the context length the model was trained with.
 func (m *Model) ContextTrainSize() int { return m.nCtxTrain }
+
+// Shape is what of a model's architecture sizes its KV cache.
+type Shape struct {
+	// Layers, Heads and KVHeads are the transformer's layers, attention heads and
+	// key/value heads (fewer than Heads with grouped-query attention); Embd is its
+	// embedding length.
+	Layers, Heads, KVHeads, Embd int
+}
+
+// KVBytesPerToken estimates the KV cache's bytes per token of context: a key and a
+// value of KVHeads heads of Embd/Heads dimensions in every layer, in llama.cpp's default
+// cache type (f16, 2 bytes). 0 when the shape is unknown.
+func (s Shape) KVBytesPerToken() int64 {
+	if s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.Embd <= 0 {
+		return 0
+	}
+	headDim := int64(s.Embd / s.Heads)
+	return 2 * int64(s.Layers) * int64(s.KVHeads) * headDim * 2
+}
+
+// Shape returns the model's shape, as its metadata gives it (zero for a vocabulary
+// loaded alone).
+func (m *Model) Shape() Shape { return m.shape }
 
 // BOS returns the beginning-of-sequence token, or NoToken.
 func (m *Model) BOS() Token { return m.bos }

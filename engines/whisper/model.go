@@ -91,6 +91,18 @@ func (m *Model) Multilingual() bool {
 	return m.ctx != nil && C.whisper_is_multilingual(m.ctx) != 0
 }
 
+// KnownLanguage reports whether code is a language whisper decodes ("en", "de", ...; not
+// "auto"). whisper.cpp takes an unknown code without a word and decodes with a wrong
+// language token.
+func KnownLanguage(code string) bool {
+	if code == "" || strings.IndexByte(code, 0) >= 0 {
+		return false
+	}
+	c := C.CString(code)
+	defer C.free(unsafe.Pointer(c))
+	return C.whisper_lang_id(c) >= 0
+}
+
 // DecodeParams are the decoding options of one Decode call.
 type DecodeParams struct {
 	// Threads is the number of CPU threads (1 when zero).

@@ -130,3 +130,13 @@ func TestWords(t *testing.T) {
 		}
 	}
 }
+
+// TestKnownLanguage: whisper's language codes are known; an unknown code, "auto" and a
+// NUL byte are not.
+func TestKnownLanguage(t *testing.T) {
+	for code, want := range map[string]bool{"en": true, "de": true, "fr": true, "xx": false, "auto": false, "": false, "e\x00n": false, "english": true} {
+		if got := KnownLanguage(code); got != want {
+			t.Errorf("KnownLanguage(%q) = %v, want %v", code, got, want)
+		}
+	}
+}

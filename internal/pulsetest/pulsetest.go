@@ -23,6 +23,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/parley-voice/parley/internal/regularfile"
 )
 
 // ErrNotInstalled is wrapped by Start's error when pulseaudio or its client tools
@@ -96,7 +98,9 @@ func Start(ctx context.Context, dir string, options ...Options) (*Server, error)
 	// Clients must talk to this server only, and never start a daemon of their own when
 	// it is gone (that is what device-loss tests provoke).
 	conf := fmt.Sprintf("autospawn = no\ndefault-server = unix:%s\ncookie-file = %s\n", socket, filepath.Join(dir, "cookie"))
-	if err := os.WriteFile(clientConf, []byte(conf), 0o600); err != nil {
+	// The folder can be one a user named ('agent bench --live -o DIR'): its files are
+	// written only as regular files.
+	if err := regularfile.WriteFile(clientConf, []byte(conf), 0o600); err != nil {
 		return nil, fmt.Errorf("pulsetest: %w", err)
 	}
 	s := &Server{
@@ -112,7 +116,7 @@ func Start(ctx context.Context, dir string, options ...Options) (*Server, error)
 			"PULSE_COOKIE=" + filepath.Join(dir, "cookie"),
 		},
 	}
-	logFile, err := os.Create(s.logPath)
+	logFile, err := regularfile.Create(s.logPath, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("pulsetest: %w", err)
 	}

@@ -1,16 +1,19 @@
-// Package regularfile refuses paths that are not regular files before anything opens them.
+// Package regularfile refuses paths that are not regular files before anything opens,
+// reads or writes them, and bounds what is read.
 //
 // Opening a FIFO for reading waits for a writer, and reading a device may never end: a model,
 // WAV, config or scenario path that names one would hang the agent inside open(), where
 // neither a context nor Ctrl-C reaches it. Every place that opens a file the user named
 // checks it here first (C libraries that open the path themselves, through Check) or opens
-// it here (Open).
+// it here (Open). Text read whole (ReadFile, ReadAll) has a limit, and more than that is an
+// error (*TooLargeError) instead of a process that runs out of memory. Every place that
+// writes a path the user named does it here too (output.go): only regular files and new
+// paths are written, never a device, a FIFO or a symbolic link's target.
 package regularfile
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -27,12 +30,17 @@ type Error struct {
 	Mode fs.FileMode
 	// WantDir is set when a directory was expected.
 	WantDir bool
+	// Output is set when the path was to be written: it was left as it is.
+	Output bool
 }
 
 func (e *Error) Error() string {
 	want := "a regular file"
 	if e.WantDir {
 		want = "a directory"
+	}
+	if e.Output {
+		return fmt.Sprintf("%s is %s, not a regular file: it is left as it is (write to a regular file or a new path)", e.Path, TypeName(e.Mode))
 	}
 	return fmt.Sprintf("%s is %s, not %s", e.Path, TypeName(e.Mode), want)
 }
@@ -131,12 +139,13 @@ func openRegular(path string) (*os.File, error) {
 	return f, nil
 }
 
-// ReadFile is os.ReadFile for regular files only.
-func ReadFile(path string) ([]byte, error) {
+// ReadFile is os.ReadFile for regular files only, of at most limit bytes: a larger file
+// is a *TooLargeError.
+func ReadFile(path string, limit int64) ([]byte, error) {
 	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	return ReadAll(f, limit, path)
 }

@@ -92,7 +92,7 @@ func TestCheckAndOpen(t *testing.T) {
 			if err == nil {
 				f.Close()
 			}
-			data, err := regularfile.ReadFile(path)
+			data, err := regularfile.ReadFile(path, 1<<20)
 			check("ReadFile", err)
 			if err == nil && string(data) != "data" {
 				t.Errorf("ReadFile read %q", data)

@@ -133,7 +133,7 @@ type Transcript struct {
 // file's folder.
 func ReadTranscripts(r io.Reader) ([]Transcript, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc.Buffer(make([]byte, 64*1024), maxTranscriptLine)
 	line := 0
 	cols := map[string]int{}
 	var out []Transcript
@@ -173,6 +173,9 @@ func ReadTranscripts(r io.Reader) ([]Transcript, error) {
 		out = append(out, t)
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("longer than %s, the limit for a line", regularfile.FormatBytes(maxTranscriptLine))
+		}
 		return nil, fmt.Errorf("transcripts: line %d: %w", line+1, err)
 	}
 	if line == 0 {
@@ -181,15 +184,21 @@ func ReadTranscripts(r io.Reader) ([]Transcript, error) {
 	return out, nil
 }
 
+// maxTranscriptLine bounds one line of a transcripts file.
+const maxTranscriptLine = 1 << 20
+
+// MaxTranscriptsBytes bounds a transcripts file (a line holds at most 1 MiB).
+const MaxTranscriptsBytes = 16 << 20
+
 // LoadTranscripts reads the transcripts file at path (ReadTranscripts), which must be a
-// regular file: a FIFO or a device is refused, not read.
+// regular file of at most MaxTranscriptsBytes: a FIFO or a device is refused, not read.
 func LoadTranscripts(path string) ([]Transcript, error) {
 	f, err := regularfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadTranscripts(f)
+	return ReadTranscripts(regularfile.LimitReader(f, MaxTranscriptsBytes, path))
 }
 
 // checkFile accepts relative paths that stay inside the transcripts' folder.

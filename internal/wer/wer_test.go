@@ -97,6 +97,27 @@ func TestReadTranscripts(t *testing.T) {
 	}
 }
 
+// TestTranscriptLimits: a line past 1 MiB and a file past MaxTranscriptsBytes are errors
+// that say so.
+func TestTranscriptLimits(t *testing.T) {
+	long := "file\ttranscript\nx.wav\t" + strings.Repeat("a", 1<<20) + "\n"
+	if _, err := ReadTranscripts(strings.NewReader(long)); err == nil || err.Error() != "transcripts: line 2: longer than 1 MiB, the limit for a line" {
+		t.Errorf("a long line: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "transcripts.tsv")
+	var b strings.Builder
+	b.WriteString("file\ttranscript\n")
+	for b.Len() <= MaxTranscriptsBytes {
+		b.WriteString("x.wav\tsome words again\n")
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadTranscripts(path); err == nil || !strings.Contains(err.Error(), path+" is larger than 16 MiB, the limit for it") {
+		t.Errorf("a large file: %v", err)
+	}
+}
+
 func TestReadSharedTranscripts(t *testing.T) {
 	path := testenv.SharedFile(t, "audio/transcripts.tsv")
 	ts, err := LoadTranscripts(path)

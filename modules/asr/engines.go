@@ -6,6 +6,9 @@ import "time"
 // engines themselves are cgo adapters in the subpackages whispercpp and sphinx, which
 // pipeline opens.
 
+// MaxBeamSize is the widest beam whisper.cpp decodes with (its WHISPER_MAX_DECODERS).
+const MaxBeamSize = 8
+
 // WhisperConfig configures the whisper.cpp engine (package whispercpp).
 type WhisperConfig struct {
 	// Model is a ggml whisper model: a file, or a name from 'agent models list'

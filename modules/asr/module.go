@@ -112,23 +112,6 @@ func (c Config) EffectiveHop() time.Duration {
 	return DefaultHop(c.Engine)
 }
 
-// Validate reports the first setting that cannot work.
-func (c Config) Validate() error {
-	switch {
-	case c.Hop < 0:
-		return fmt.Errorf("asr: hop %v must not be negative", c.Hop)
-	case c.Agreement < 1:
-		return fmt.Errorf("asr: agreement %d must be at least 1", c.Agreement)
-	case c.PreRoll < 0 || c.Trailing < 0 || c.PeekTrailing < 0:
-		return errors.New("asr: pre_roll and trailing must not be negative")
-	case c.Pocketsphinx.AdaptAfter < 0:
-		return fmt.Errorf("asr: pocketsphinx adapt_after %v must not be negative", c.Pocketsphinx.AdaptAfter)
-	case c.History < c.PreRoll+time.Second:
-		return fmt.Errorf("asr: history %v must exceed pre_roll by at least the VAD's onset delay (1 s)", c.History)
-	}
-	return nil
-}
-
 // Module is the ASR module. It consumes audio.Frame IUs (16 kHz mono) and vad.Segment
 // and vad.EndOfTurn IUs: a segment's onset starts an utterance (with pre-roll audio) or
 // continues the current one, the end of turn triggers the final decode, or confirms the

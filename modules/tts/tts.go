@@ -152,6 +152,14 @@ func (c Chunk) Word() string {
 // MaxChunkDuration is the longest chunk the module emits.
 const MaxChunkDuration = 40 * time.Millisecond
 
+// The voice settings' ranges (espeak-ng's).
+const (
+	MinRate   = 80
+	MaxRate   = 450
+	MaxPitch  = 100
+	MaxVolume = 200
+)
+
 // Config configures the module and its espeak-ng voice (package espeakng reads the
 // voice settings).
 type Config struct {
@@ -208,6 +216,16 @@ func (c Config) Validate() error {
 	}
 	if c.WordHold < 0 {
 		errs = append(errs, fmt.Errorf("tts: word_hold %v is negative", c.WordHold))
+	}
+	// The voice's ranges are espeak-ng's; 0 leaves its default.
+	if c.Rate != 0 && (c.Rate < MinRate || c.Rate > MaxRate) {
+		errs = append(errs, fmt.Errorf("tts: rate %d is not in %d–%d words per minute", c.Rate, MinRate, MaxRate))
+	}
+	if c.Pitch < 0 || c.Pitch > MaxPitch {
+		errs = append(errs, fmt.Errorf("tts: pitch %d is not in 0–%d", c.Pitch, MaxPitch))
+	}
+	if c.Volume < 0 || c.Volume > MaxVolume {
+		errs = append(errs, fmt.Errorf("tts: volume %d is not in 0–%d", c.Volume, MaxVolume))
 	}
 	return errors.Join(errs...)
 }

@@ -71,7 +71,8 @@ func (c Config) Validate() error {
 	if h.Short <= 0 || h.Default < h.Short || h.Long < h.Default {
 		errs = append(errs, fmt.Errorf("turnend: holds must satisfy 0 < short ≤ default ≤ long (got %v, %v, %v)", h.Short, h.Default, h.Long))
 	}
-	if c.CompleteAbove < 0 || c.CompleteAbove > 1 || c.IncompleteBelow < 0 || c.IncompleteBelow > c.CompleteAbove {
+	// Written so that NaN, which fails every comparison, is out of range too.
+	if !(c.IncompleteBelow >= 0 && c.IncompleteBelow <= c.CompleteAbove && c.CompleteAbove <= 1) {
 		errs = append(errs, fmt.Errorf("turnend: need 0 ≤ incomplete_below ≤ complete_above ≤ 1 (got %g, %g)", c.IncompleteBelow, c.CompleteAbove))
 	}
 	if c.FreshSlack < 0 {

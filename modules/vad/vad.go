@@ -71,10 +71,13 @@ func DefaultConfig() Config {
 // Validate reports the first setting that cannot work.
 func (c Config) Validate() error {
 	switch {
-	case c.Threshold <= 0 || c.Threshold > 1:
+	// Written so that NaN, which fails every comparison, is out of range too.
+	case !(c.Threshold > 0 && c.Threshold <= 1):
 		return fmt.Errorf("vad: threshold %g is not in (0, 1]", c.Threshold)
-	case c.NegThreshold < 0 || c.NegThreshold > c.Threshold:
+	case !(c.NegThreshold >= 0 && c.NegThreshold <= c.Threshold):
 		return fmt.Errorf("vad: neg_threshold %g is not in [0, threshold]", c.NegThreshold)
+	case c.Threads < 0:
+		return fmt.Errorf("vad: threads %d must not be negative (0: one)", c.Threads)
 	case c.MinSpeech < 0, c.MinSilence < 0, c.SpeechPad < 0, c.MergeGap < 0, c.PauseAfter < 0:
 		return errors.New("vad: durations must not be negative")
 	case c.EndOfTurn <= 0:

@@ -36,6 +36,9 @@ func New(cfg asr.WhisperConfig) (*Engine, error) {
 	if cfg.Threads <= 0 {
 		cfg.Threads = min(4, runtime.NumCPU())
 	}
+	if l := cfg.Language; l != "" && l != "auto" && !whisper.KnownLanguage(l) {
+		return nil, fmt.Errorf("asr: whisper language %q is not one whisper knows (want auto or a code such as en, de, fr)", l)
+	}
 	if err := ggml.LoadBackends(); err != nil {
 		return nil, fmt.Errorf("asr: whisper: %w", err)
 	}

@@ -83,6 +83,12 @@ func New(m *llama.Model, cfg Config) (*Engine, error) {
 		owns = true
 	}
 	cp := cfg.Context
+	if err := CheckContext(m, cp.NCtx, 1); err != nil {
+		if owns {
+			m.Close()
+		}
+		return nil, fmt.Errorf("llm: llama engine: context: %w", err)
+	}
 	if cp.NCtx == 0 {
 		cp.NCtx = min(m.ContextTrainSize(), DefaultMaxContext)
 	}

@@ -568,3 +568,21 @@ func TestLlamaEnginePauseContinue(t *testing.T) {
 		t.Errorf("Continue without a pause: %v, want ErrNothingPaused", err)
 	}
 }
+
+// TestLlamaEngineRefusesContextBeyondTraining: a context longer than stories260K was
+// trained on is refused before llama.cpp is asked to allocate it, with the model's limit.
+func TestLlamaEngineRefusesContextBeyondTraining(t *testing.T) {
+	m := loadStories(t)
+	train := m.ContextTrainSize()
+	if m.Shape().KVBytesPerToken() <= 0 {
+		t.Fatalf("no KV estimate from the shape %+v", m.Shape())
+	}
+	_, err := llamacpp.New(m, llamacpp.Config{Context: llama.ContextParams{NCtx: 2000000000, Threads: 1}})
+	var ce *llamacpp.ContextError
+	if !errors.As(err, &ce) || ce.Max != train || !strings.Contains(err.Error(), "more than the model was trained on (want 1–"+strconv.Itoa(train)) {
+		t.Fatalf("a context of 2e9 tokens: %v", err)
+	}
+	if err := llamacpp.CheckContext(m, train, 1); err != nil {
+		t.Errorf("the training context itself: %v", err)
+	}
+}

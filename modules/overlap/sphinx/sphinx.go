@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/parley-voice/parley/engines/pocketsphinx"
+	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/modules/asr"
 	asrsphinx "github.com/parley-voice/parley/modules/asr/sphinx"
 	"github.com/parley-voice/parley/modules/overlap"
@@ -72,7 +73,7 @@ func writeDict(path string, v overlap.Vocabulary, dict string) error {
 	if dict == "" {
 		_, _, dict = pocketsphinx.DefaultModel()
 	}
-	in, err := os.Open(dict)
+	in, err := regularfile.Open(dict)
 	if err != nil {
 		return fmt.Errorf("overlap: %w", err)
 	}
