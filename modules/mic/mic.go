@@ -73,8 +73,9 @@ type Config struct {
 	// NormalPriority keeps PortAudio's callback thread at normal priority.
 	NormalPriority bool `yaml:"normal_priority" json:"normal_priority"`
 	// OnOpen, when set, is called (on the module's goroutine) each time the capture
-	// stream has started: at the start, and after a lost device was opened again.
-	OnOpen func() `yaml:"-" json:"-"`
+	// stream has started, with what was opened: at the start, and after a lost device
+	// was opened again.
+	OnOpen func(Opened) `yaml:"-" json:"-"`
 	// Quality is the resampler's quality.
 	Quality audio.Quality `yaml:"-" json:"-"`
 	// Host configures PortAudio (Verbose keeps ALSA's and JACK's diagnostics).
@@ -109,6 +110,17 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("mic: frame duration %v outside (0, 1s]", c.FrameDuration))
 	}
 	return errors.Join(errs...)
+}
+
+// Opened is what the microphone opened: the device, the capture format and the input
+// latency PortAudio reported for the stream (zero when it did not say).
+type Opened struct {
+	Device, HostAPI string
+	// ServerSource is the sound server's source the device records from when the
+	// configuration named one ("" otherwise).
+	ServerSource   string
+	Rate, Channels int
+	Latency        time.Duration
 }
 
 // Mic is the microphone module.
@@ -285,16 +297,16 @@ func (r *runner) openCapture() error {
 		r.closeCapture()
 		return fmt.Errorf("mic: %w", err)
 	}
-	source := ""
+	opened := Opened{Device: dev.Name, HostAPI: dev.HostAPI, Rate: c.rate, Channels: c.channels, Latency: stream.Info().InputLatency}
 	if dev.ServerDevice != nil {
-		source = dev.ServerDevice.Name
+		opened.ServerSource = dev.ServerDevice.Name
 	}
 	r.log.Info("microphone open",
-		zap.String("device", dev.Name), zap.String("host_api", dev.HostAPI), zap.String("sound_server_source", source),
-		zap.Int("rate", c.rate), zap.Int("channels", c.channels),
-		zap.Duration("input_latency", stream.Info().InputLatency))
+		zap.String("device", opened.Device), zap.String("host_api", opened.HostAPI), zap.String("sound_server_source", opened.ServerSource),
+		zap.Int("rate", opened.Rate), zap.Int("channels", opened.Channels),
+		zap.Duration("input_latency", opened.Latency))
 	if cfg.OnOpen != nil {
-		cfg.OnOpen()
+		cfg.OnOpen(opened)
 	}
 	return nil
 }

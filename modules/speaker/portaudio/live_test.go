@@ -375,7 +375,7 @@ func TestDeviceSpeakerInterrupt(t *testing.T) {
 		scriptStep{at: 1000 * time.Millisecond, pay: chunk{f: burst(16000, 40*time.Millisecond, 40*time.Millisecond, 0.5), turn: 1, name: "late"}})
 	opened := make(chan struct{})
 	sp, err := portaudio.New("speaker", portaudio.Config{Device: "pulse", Latency: 40 * time.Millisecond,
-		OnOpen: func() { close(opened) }})
+		OnOpen: func(portaudio.Opened) { close(opened) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,10 +37,19 @@ type Config struct {
 	// NormalPriority keeps PortAudio's callback thread at normal priority.
 	NormalPriority bool `yaml:"normal_priority" json:"normal_priority"`
 	// OnOpen, when set, is called (on the module's goroutine) once the output stream
-	// has started.
-	OnOpen func() `yaml:"-" json:"-"`
+	// has started, with what was opened.
+	OnOpen func(Opened) `yaml:"-" json:"-"`
 	// Host configures PortAudio (Verbose keeps ALSA's and JACK's diagnostics).
 	Host pa.Options `yaml:"-" json:"-"`
+}
+
+// Opened is what the speaker opened: the device, the output format and the output
+// latency PortAudio reported for the stream (zero when it did not say), which the
+// speaker takes for the listener's delay where the callback's DAC time is missing.
+type Opened struct {
+	Device, HostAPI string
+	Rate, Channels  int
+	Latency         time.Duration
 }
 
 // New returns a speaker module that plays through a PortAudio output device in real
@@ -178,13 +187,14 @@ func (d *deviceOutput) Begin(r *speaker.Ring) error {
 	if err := stream.Start(); err != nil {
 		return fmt.Errorf("speaker: %w", err)
 	}
-	info := stream.Info()
+	opened := Opened{Device: stream.Device().Name, HostAPI: stream.Device().HostAPI, Rate: d.outRate, Channels: stream.Channels(),
+		Latency: stream.Info().OutputLatency}
 	d.log.Info("speaker output open",
-		zap.String("device", stream.Device().Name), zap.String("host_api", stream.Device().HostAPI),
-		zap.Int("rate", d.outRate), zap.Int("channels", stream.Channels()),
-		zap.Duration("output_latency", info.OutputLatency))
+		zap.String("device", opened.Device), zap.String("host_api", opened.HostAPI),
+		zap.Int("rate", opened.Rate), zap.Int("channels", opened.Channels),
+		zap.Duration("output_latency", opened.Latency))
 	if d.cfg.OnOpen != nil {
-		d.cfg.OnOpen()
+		d.cfg.OnOpen(opened)
 	}
 	return nil
 }
