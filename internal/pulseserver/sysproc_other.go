@@ -1,9 +1,9 @@
 //go:build !linux
 
-package pulsetest
+package pulseserver
 
 import "syscall"
 
-// daemonAttr puts the daemon in its own process group, so that a Ctrl-C for the test
-// does not stop it before the test has cleaned up.
+// daemonAttr puts the daemon in its own process group, so that a Ctrl-C for the process
+// that started it does not stop it before that process has cleaned up.
 func daemonAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

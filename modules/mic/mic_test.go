@@ -13,6 +13,7 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/clock"
 	"github.com/parley-voice/parley/engines/portaudio"
+	"github.com/parley-voice/parley/internal/pulseserver"
 	"github.com/parley-voice/parley/internal/pulsetest"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
@@ -343,7 +344,7 @@ func TestContinueOnDeviceLoss(t *testing.T) {
 		frames = append(frames, l.next(t, 15*time.Second))
 	}
 	// A new server in the same place: the microphone finds the device again.
-	srv2, err := pulsetest.Start(ctx, srv.Dir(), pulsetest.Options{})
+	srv2, err := pulseserver.Start(ctx, srv.Dir(), pulseserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
