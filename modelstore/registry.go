@@ -5,6 +5,7 @@ package modelstore
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -107,6 +108,21 @@ func (c Catalog) Demos() Catalog {
 		}
 	}
 	return out
+}
+
+// PullCommand is the command that fetches the model file at path: the catalog's model
+// of that file name ('agent models pull --demo' for the demo's own), else the defaults.
+func (c Catalog) PullCommand(path string) string {
+	for _, m := range c {
+		if filepath.Base(path) != m.File {
+			continue
+		}
+		if m.Demo && !m.Default {
+			return "agent models pull --demo"
+		}
+		return "agent models pull " + m.Name
+	}
+	return "agent models pull"
 }
 
 // Find returns the model called name.

@@ -16,6 +16,7 @@ import (
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/metrics/latency"
+	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/hold"
 	"github.com/parley-voice/parley/modules/llm"
@@ -144,7 +145,7 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 	case "llama":
 		model, err := llama.LoadModel(cfg.LLM.Model, llama.ModelParams{UseMmap: true})
 		if err != nil {
-			return nil, fmt.Errorf("llm: %w (fix: %s, or set llm.model)", err, pullFix(cfg.LLM.Model))
+			return nil, fmt.Errorf("llm: %w (fix: %s, or set llm.model)", err, modelstore.Builtin().PullCommand(cfg.LLM.Model))
 		}
 		e.closers = append(e.closers, model.Close)
 		contexts := 1
@@ -390,7 +391,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	vadMod, closeVAD, err := openVAD(NameVAD, vadCfg)
 	if err != nil {
 		if _, statErr := os.Stat(vadCfg.Model); statErr != nil {
-			return fail(fmt.Errorf("vad: %w (fix: %s, or set vad.model)", err, pullFix(vadCfg.Model)))
+			return fail(fmt.Errorf("vad: %w (fix: %s, or set vad.model)", err, modelstore.Builtin().PullCommand(vadCfg.Model)))
 		}
 		return fail(fmt.Errorf("vad: %w", err))
 	}

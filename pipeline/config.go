@@ -309,21 +309,6 @@ func Parse(data []byte, dir string, base Config) (Config, error) {
 	return WithPipeline(cfg, cfg.Pipeline), nil
 }
 
-// pullFix is the command that fetches the model file at path: the catalog's model of
-// that file name ('agent models pull --demo' for the demo's own), else the defaults.
-func pullFix(path string) string {
-	for _, m := range modelstore.Builtin() {
-		if filepath.Base(path) != m.File {
-			continue
-		}
-		if m.Demo && !m.Default {
-			return "agent models pull --demo"
-		}
-		return "agent models pull " + m.Name
-	}
-	return "agent models pull"
-}
-
 // catalogModel returns the downloadable model that name names: a bare name from the
 // catalog, not a path.
 func catalogModel(name string) (modelstore.Model, bool) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/engines/portaudio"
 	"github.com/parley-voice/parley/modules/aec"
 )
 
@@ -28,26 +28,26 @@ const serverQuery = 2 * time.Second
 // ResolveEchoCancel decides whether a live session cancels echo (audio.echo_cancel;
 // see aec.Decide). In auto mode it looks at the configured devices: the PortAudio
 // device, and the sound server's source or sink behind it — the one the configuration
-// names, or the server's default for "pulse" and "default" (audio/device).
+// names, or the server's default for "pulse" and "default" (engines/portaudio).
 func ResolveEchoCancel(ctx context.Context, cfg AudioConfig) EchoSetup {
 	mode := cfg.EchoCancelMode()
 	if mode != aec.Auto {
 		return EchoSetup{Decision: aec.Decide(mode, aec.Devices{})}
 	}
 	var s EchoSetup
-	h, err := device.Open(device.Options{})
+	h, err := portaudio.Open(portaudio.Options{})
 	if err != nil {
 		s.Problems = append(s.Problems, err.Error())
 		s.Decision = aec.Decide(mode, s.Devices)
 		return s
 	}
 	defer h.Close()
-	var srv *device.SoundServer
-	server := func() *device.SoundServer {
+	var srv *portaudio.SoundServer
+	server := func() *portaudio.SoundServer {
 		if srv == nil {
 			qctx, cancel := context.WithTimeout(ctx, serverQuery)
 			defer cancel()
-			got, err := device.QuerySoundServer(qctx)
+			got, err := portaudio.QuerySoundServer(qctx)
 			if err != nil {
 				s.Problems = append(s.Problems, err.Error())
 			} else {
@@ -59,10 +59,10 @@ func ResolveEchoCancel(ctx context.Context, cfg AudioConfig) EchoSetup {
 	}
 	for _, d := range []struct {
 		spec string
-		dir  device.Direction
+		dir  portaudio.Direction
 		env  string
 		dev  *aec.Device
-	}{{cfg.Output, device.Output, "PULSE_SINK", &s.Devices.Output}, {cfg.Input, device.Input, "PULSE_SOURCE", &s.Devices.Input}} {
+	}{{cfg.Output, portaudio.Output, "PULSE_SINK", &s.Devices.Output}, {cfg.Input, portaudio.Input, "PULSE_SOURCE", &s.Devices.Input}} {
 		info, err := h.Find(d.spec, d.dir)
 		if err != nil {
 			s.Problems = append(s.Problems, err.Error())
@@ -87,7 +87,7 @@ func ResolveEchoCancel(ctx context.Context, cfg AudioConfig) EchoSetup {
 
 // soundServerDevice reports whether a PortAudio device plays or records through the
 // sound server's default devices.
-func soundServerDevice(d device.Info) bool {
+func soundServerDevice(d portaudio.Info) bool {
 	switch strings.ToLower(d.Name) {
 	case "pulse", "default", "pipewire":
 		return true
@@ -97,7 +97,7 @@ func soundServerDevice(d device.Info) bool {
 
 // serverDefault returns the device libpulse would use: the one named (PULSE_SINK or
 // PULSE_SOURCE), else the server's default.
-func serverDefault(devs []device.ServerDevice, named string) *device.ServerDevice {
+func serverDefault(devs []portaudio.ServerDevice, named string) *portaudio.ServerDevice {
 	for i, d := range devs {
 		if named != "" && d.Name == named {
 			return &devs[i]

@@ -46,6 +46,10 @@ type LiveResult struct {
 	// MicDropped counts the capture frames (at the device's rate) the microphone
 	// dropped because the pipeline fell behind.
 	MicDropped int64
+	// Microphone and Speakers are the devices as they last opened (zero when one never
+	// did): the device, its format and the stream latency PortAudio reported.
+	Microphone mic.Opened
+	Speakers   portaudio.Opened
 }
 
 // Live runs the agent on the microphone and the speakers until ctx is cancelled (then
@@ -60,17 +64,26 @@ func Live(ctx context.Context, cfg Config, eng *Engines, opts LiveOptions) (*Liv
 	var toOpen atomic.Int32
 	toOpen.Store(2)
 	var inOpen, outOpen sync.Once
-	deviceOpened := func(once *sync.Once) func() {
-		return func() {
-			once.Do(func() {
-				if toOpen.Add(-1) == 0 && opts.OnListening != nil {
-					opts.OnListening()
-				}
-			})
-		}
+	deviceOpened := func(once *sync.Once) {
+		once.Do(func() {
+			if toOpen.Add(-1) == 0 && opts.OnListening != nil {
+				opts.OnListening()
+			}
+		})
+	}
+	// What the devices opened, written on their modules' goroutines.
+	var opened struct {
+		sync.Mutex
+		mic      mic.Opened
+		speakers portaudio.Opened
 	}
 	in, err := mic.New(NameInput, mic.Config{Device: cfg.Audio.Input, FrameDuration: cfg.Audio.Frame, Latency: cfg.Audio.InputLatency,
-		OnOpen: deviceOpened(&inOpen)})
+		OnOpen: func(o mic.Opened) {
+			opened.Lock()
+			opened.mic = o
+			opened.Unlock()
+			deviceOpened(&inOpen)
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +94,12 @@ func Live(ctx context.Context, cfg Config, eng *Engines, opts LiveOptions) (*Liv
 	}
 	log.Named(NameAEC).Info("echo cancellation", zap.Bool("on", echo.Decision.On), zap.String("why", echo.Decision.Reason),
 		zap.String("engine", cfg.Audio.EchoEngine), zap.Strings("unknown", echo.Problems))
-	spkCfg := portaudio.Config{Device: cfg.Audio.Output, Latency: cfg.Audio.OutputLatency, OnOpen: deviceOpened(&outOpen)}
+	spkCfg := portaudio.Config{Device: cfg.Audio.Output, Latency: cfg.Audio.OutputLatency, OnOpen: func(o portaudio.Opened) {
+		opened.Lock()
+		opened.speakers = o
+		opened.Unlock()
+		deviceOpened(&outOpen)
+	}}
 	spkCfg.Played = echo.Decision.On
 	out, err := portaudio.New(NameSpeaker, spkCfg)
 	if err != nil {
@@ -101,6 +119,9 @@ func Live(ctx context.Context, cfg Config, eng *Engines, opts LiveOptions) (*Liv
 	began := time.Now()
 	runErr := agent.Run(ctx)
 	res := &LiveResult{Duration: time.Since(began), Echo: echo, MicDropped: in.Dropped()}
+	opened.Lock()
+	res.Microphone, res.Speakers = opened.mic, opened.speakers
+	opened.Unlock()
 	if agent.AEC != nil {
 		res.AECCost = agent.AEC.Cost()
 	}

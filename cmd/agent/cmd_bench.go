@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio/room"
+	"github.com/parley-voice/parley/bench"
 	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/internal/shapemodels"
 	"github.com/parley-voice/parley/metrics"
@@ -79,8 +80,8 @@ type benchLive struct {
 	VADMaxLagMS      map[string]float64 `json:"vad_max_lag_ms"`
 	// Devices is what each pipeline's last live run knew of the device path, and Costs
 	// what that adds to the latencies over a replay.
-	Devices map[string]liveDevices `json:"devices"`
-	Costs   map[string][]liveCost  `json:"costs"`
+	Devices map[string]bench.LiveDevices `json:"devices"`
+	Costs   map[string][]bench.LiveCost  `json:"costs"`
 }
 
 // benchMachine describes the machine and the thread plan of a bench.
@@ -170,14 +171,14 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	if *realistic {
 		report.Shape = *shape
 	}
-	var lb *liveBench
+	var lb *bench.Live
 	if *live {
-		if lb, err = startLiveBench(ctx, filepath.Join(dir, "pulse"), a.log); err != nil {
+		if lb, err = bench.StartLive(ctx, filepath.Join(dir, "pulse"), a.log); err != nil {
 			return fmt.Errorf("--live: %w", err)
 		}
 		defer lb.Close()
 		report.Live = &benchLive{Modes: map[string]map[string]metrics.Stats{}, Turns: map[string][]metrics.Turn{},
-			MicDropped: map[string]int64{}, SpeakerUnderruns: map[string]int64{}, VADMaxLagMS: map[string]float64{}, Devices: map[string]liveDevices{}, Costs: map[string][]liveCost{}}
+			MicDropped: map[string]int64{}, SpeakerUnderruns: map[string]int64{}, VADMaxLagMS: map[string]float64{}, Devices: map[string]bench.LiveDevices{}, Costs: map[string][]bench.LiveCost{}}
 	}
 	fmt.Fprintf(a.stdout, "bench: %s, %d real-time replay(s) per pipeline, config %s; threads: %s\n", scenario, *runs, from, report.Machine.Threads)
 	if echo != nil {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/parley-voice/parley/pipeline"
+	"github.com/parley-voice/parley/chat"
 	"go.uber.org/zap"
 )
 
@@ -27,7 +27,7 @@ func runChat(ctx context.Context, a *app, args []string) error {
 
 // chatMain is the chat command reading its lines from in; interactive shows a prompt
 // before each line (for a terminal, not for piped input). The conversation is
-// pipeline.Chat's; this parses the flags and checks the session they name.
+// chat.Run's; this parses the flags and checks the session they name.
 func chatMain(ctx context.Context, a *app, args []string, in io.Reader, interactive bool) error {
 	fs := newFlags(a, "chat", "")
 	cfgPath := configFlag(fs)
@@ -52,7 +52,7 @@ func chatMain(ctx context.Context, a *app, args []string, in io.Reader, interact
 	if set["max-tokens"] {
 		cfg.LLM.MaxTokens = *maxTokens
 	}
-	opts := pipeline.ChatOptions{Think: *think, In: in, Interactive: interactive, Out: a.stdout, Err: a.stderr, Logger: a.log, OnInterrupt: a.onInterrupt}
+	opts := chat.Options{Think: *think, In: in, Interactive: interactive, Out: a.stdout, Err: a.stderr, Logger: a.log, OnInterrupt: a.onInterrupt}
 	if set["system"] {
 		opts.SystemPrompt = system
 	}
@@ -66,5 +66,5 @@ func chatMain(ctx context.Context, a *app, args []string, in io.Reader, interact
 		sayResumed(a.stderr, opts.SessionDir)
 	}
 	a.log.Info("chat", zap.String("config", from), zap.String("session", opts.SessionDir), zap.Bool("resume", cfg.Session.Resume), zap.Bool("think", *think))
-	return pipeline.Chat(ctx, cfg, opts)
+	return chat.Run(ctx, cfg, opts)
 }

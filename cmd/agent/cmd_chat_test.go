@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// The chat itself is pipeline.Chat's (tested there); these tests check the command:
+// The chat itself is chat.Run's (tested there); these tests check the command:
 // its flags, and the errors it reports for them.
 
 // chatFixture is the demo config (stories260K, greedy, plain format with the roles

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/engines/portaudio"
 )
 
 func devicesCommand() command {
@@ -21,16 +21,16 @@ func devicesCommand() command {
 
 // devicesReport is what 'agent devices --json' prints.
 type devicesReport struct {
-	PortAudio string           `json:"portaudio"`
-	HostAPIs  []device.HostAPI `json:"host_apis"`
-	Devices   []deviceJSON     `json:"devices"`
+	PortAudio string              `json:"portaudio"`
+	HostAPIs  []portaudio.HostAPI `json:"host_apis"`
+	Devices   []deviceJSON        `json:"devices"`
 	// SoundServer is what PulseAudio (or PipeWire's PulseAudio server) lists, when one
 	// answers; SoundServerError says why not otherwise.
-	SoundServer      *device.SoundServer `json:"sound_server,omitempty"`
-	SoundServerError string              `json:"sound_server_error,omitempty"`
+	SoundServer      *portaudio.SoundServer `json:"sound_server,omitempty"`
+	SoundServerError string                 `json:"sound_server_error,omitempty"`
 }
 
-// deviceJSON is device.Info with latencies in milliseconds, for people and scripts.
+// deviceJSON is portaudio.Info with latencies in milliseconds, for people and scripts.
 type deviceJSON struct {
 	Index             int     `json:"index"`
 	Name              string  `json:"name"`
@@ -57,7 +57,7 @@ func runDevices(ctx context.Context, a *app, args []string) error {
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	h, err := device.Open(device.Options{Verbose: *verbose})
+	h, err := portaudio.Open(portaudio.Options{Verbose: *verbose})
 	if err != nil {
 		return fmt.Errorf("%w (is a sound server running, or a sound card present?)", err)
 	}
@@ -70,18 +70,18 @@ func runDevices(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	want := func(d device.Info) bool {
+	want := func(d portaudio.Info) bool {
 		switch {
 		case *inputs && !*outputs:
-			return d.Has(device.Input)
+			return d.Has(portaudio.Input)
 		case *outputs && !*inputs:
-			return d.Has(device.Output)
+			return d.Has(portaudio.Output)
 		}
 		return true
 	}
-	rep := devicesReport{PortAudio: device.Version(), HostAPIs: apis, Devices: []deviceJSON{}}
+	rep := devicesReport{PortAudio: portaudio.Version(), HostAPIs: apis, Devices: []deviceJSON{}}
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	srv, err := device.QuerySoundServer(qctx)
+	srv, err := portaudio.QuerySoundServer(qctx)
 	cancel()
 	if err != nil {
 		rep.SoundServerError = err.Error()
@@ -174,7 +174,7 @@ func printSoundServer(w io.Writer, rep devicesReport, inputs, outputs bool) {
 		return
 	}
 	fmt.Fprintf(w, "\nsound server: %s %s\n", srv.Name, srv.Version)
-	section := func(title string, devs []device.ServerDevice) {
+	section := func(title string, devs []portaudio.ServerDevice) {
 		fmt.Fprintf(w, "\n%s\n", title)
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  \tdescription\tname\tformat")

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/engines/espeak"
 	"github.com/parley-voice/parley/engines/ggml"
 	"github.com/parley-voice/parley/engines/llama"
 	"github.com/parley-voice/parley/engines/pocketsphinx"
+	"github.com/parley-voice/parley/engines/portaudio"
 	"github.com/parley-voice/parley/engines/whisper"
 	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/pipeline"
@@ -103,7 +103,7 @@ func libraryChecks() []check {
 		check{ok: true, name: "libwhisper", detail: whisper.Version()},
 		check{ok: true, name: "libllama", detail: "build " + llama.Version()},
 		ggmlCheck,
-		check{ok: true, name: "portaudio", detail: device.Version()},
+		check{ok: true, name: "portaudio", detail: portaudio.Version()},
 	)
 	ev, data := espeak.Version()
 	if data != "" {
@@ -175,8 +175,8 @@ func configuredModels(a *app, cfg pipeline.Config) []configuredModel {
 	return out
 }
 
-func audioChecks() ([]check, []device.Info) {
-	h, err := device.Open(device.Options{})
+func audioChecks() ([]check, []portaudio.Info) {
+	h, err := portaudio.Open(portaudio.Options{})
 	if err != nil {
 		return []check{{warn: true, name: "portaudio", detail: err.Error(), fix: "check that a sound server (PulseAudio/PipeWire) or ALSA is available"}}, nil
 	}
@@ -204,10 +204,10 @@ func audioChecks() ([]check, []device.Info) {
 	}
 	var in, out int
 	for _, d := range devices {
-		if d.Has(device.Input) {
+		if d.Has(portaudio.Input) {
 			in++
 		}
-		if d.Has(device.Output) {
+		if d.Has(portaudio.Output) {
 			out++
 		}
 	}
@@ -249,7 +249,7 @@ func echoChecks(ctx context.Context, cfg pipeline.Config) []check {
 	return checks
 }
 
-func printDevices(w io.Writer, devices []device.Info) {
+func printDevices(w io.Writer, devices []portaudio.Info) {
 	if len(devices) == 0 {
 		return
 	}

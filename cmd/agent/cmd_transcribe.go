@@ -2,26 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"github.com/parley-voice/parley/modelstore"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/parley-voice/parley/clock"
-	"github.com/parley-voice/parley/engines/ggml"
-	"github.com/parley-voice/parley/engines/whisper"
+	"github.com/parley-voice/parley/modelstore"
+
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
-	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/vad"
-	"github.com/parley-voice/parley/modules/vad/silero"
 	"github.com/parley-voice/parley/pipeline"
-	"go.uber.org/zap"
 )
 
 func transcribeCommand() command {
@@ -80,15 +73,6 @@ func (h *hearingFlags) registerVAD(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EndOfTurn, "eot", c.EndOfTurn, "silence after speech that ends the user's turn")
 }
 
-// hearing is the listening half of the agent: a reusable VAD scorer and ASR engine,
-// with a network per file.
-type hearing struct {
-	flags  *hearingFlags
-	log    *zap.Logger
-	scorer *whisper.VAD
-	engine pipeline.ASREngine
-}
-
 func (h *hearingFlags) validate(withASR bool) error {
 	if err := h.vadCfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -105,130 +89,22 @@ func (h *hearingFlags) validate(withASR bool) error {
 	return nil
 }
 
-// openHearing loads the VAD model and, when withASR, the recogniser.
-func openHearing(a *app, f *hearingFlags, withASR bool) (*hearing, error) {
+// openHearing checks the flags and loads the VAD model and, when withASR, the
+// recogniser.
+func openHearing(a *app, f *hearingFlags, withASR bool) (*pipeline.Hearing, error) {
 	if err := f.validate(withASR); err != nil {
 		return nil, err
 	}
-	if err := ggml.LoadBackends(); err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(f.vadCfg.Model); err != nil {
-		return nil, fmt.Errorf("VAD model: %w (agent models pull silero-vad, or --vad-model)", err)
-	}
-	scorer, err := silero.Open(f.vadCfg)
-	if err != nil {
-		return nil, err
-	}
-	h := &hearing{flags: f, log: a.log, scorer: scorer}
-	if !withASR {
-		return h, nil
-	}
-	if f.asrCfg.Engine == "whisper" {
-		if _, err := os.Stat(f.asrCfg.Whisper.Model); err != nil {
-			scorer.Close()
-			return nil, fmt.Errorf("whisper model: %w (agent models pull, or --model)", err)
+	opts := pipeline.HearingOptions{VAD: f.vadCfg, RealTime: f.realtime, Logger: a.log}
+	if withASR {
+		threads, note := pipeline.CapThreads("--threads", f.asrCfg.Whisper.Threads)
+		if note != "" {
+			a.log.Warn("threads capped: " + note)
 		}
+		f.asrCfg.Whisper.Threads = threads
+		opts.ASR = &f.asrCfg
 	}
-	threads, note := pipeline.CapThreads("--threads", f.asrCfg.Whisper.Threads)
-	if note != "" {
-		a.log.Warn("threads capped: " + note)
-	}
-	f.asrCfg.Whisper.Threads = threads
-	if h.engine, err = pipeline.OpenASREngine(f.asrCfg); err != nil {
-		scorer.Close()
-		return nil, err
-	}
-	return h, nil
-}
-
-func (h *hearing) Close() error {
-	var errs []error
-	if h.engine != nil {
-		errs = append(errs, h.engine.Close())
-	}
-	errs = append(errs, h.scorer.Close())
-	return errors.Join(errs...)
-}
-
-// run plays path through source → vad (→ asr when the engine is open) and hands
-// every update the last module sends to sink, on sink's own goroutine.
-func (h *hearing) run(ctx context.Context, path string, sink func(at time.Duration, up iu.Update) error) error {
-	var clk clock.Clock = clock.Real{}
-	if !h.flags.realtime {
-		v := clock.NewVirtual(time.Now())
-		defer v.Close()
-		clk = v
-	}
-	net := iu.NewNetwork(iu.WithClock(clk), iu.WithLogger(h.log))
-	// A second of silence after the recording lets the last turn end by silence, as it
-	// would in a conversation.
-	src, err := source.NewFile(pipeline.NameInput, path, source.Config{TailSilence: time.Second})
-	if err != nil {
-		return err
-	}
-	v, err := vad.New(pipeline.NameVAD, h.flags.vadCfg, h.scorer)
-	if err != nil {
-		return err
-	}
-	last := iu.Module(v)
-	mods := []iu.Module{src, v}
-	links := [][2]string{{pipeline.NameInput, pipeline.NameVAD}}
-	if h.engine != nil {
-		a, err := asr.New(pipeline.NameASR, h.flags.asrCfg, h.engine)
-		if err != nil {
-			return err
-		}
-		mods = append(mods, a)
-		links = append(links, [2]string{pipeline.NameInput, pipeline.NameASR}, [2]string{pipeline.NameVAD, pipeline.NameASR})
-		last = a
-	}
-	out := iu.ModuleFunc{ModuleName: pipeline.NameConsole, Fn: func(ctx context.Context, p *iu.Ports) error {
-		start := p.Now()
-		for {
-			ev, err := p.Next(ctx, time.Time{})
-			if err != nil {
-				return err
-			}
-			switch ev.Kind {
-			case iu.EventMessage:
-				for _, up := range ev.Message.Updates {
-					if err := sink(p.Now().Sub(start), up); err != nil {
-						return err
-					}
-				}
-			case iu.EventInputDone:
-				return nil
-			}
-		}
-	}}
-	mods = append(mods, out)
-	links = append(links, [2]string{last.Name(), out.Name()})
-	if err := net.Add(mods...); err != nil {
-		return err
-	}
-	for _, l := range links {
-		if err := net.ConnectNames(l[0], l[1]); err != nil {
-			return err
-		}
-	}
-	return net.Run(ctx)
-}
-
-// transcript runs path through the pipeline and returns its utterances, printing the
-// word stream to w when w is not nil (UPDATEs only when updates is set).
-func (h *hearing) transcript(ctx context.Context, path string, w io.Writer, updates bool) ([]asr.Utterance, error) {
-	var utts []asr.Utterance
-	err := h.run(ctx, path, func(at time.Duration, up iu.Update) error {
-		if w != nil && (updates || up.Type != iu.UpdatePayload) {
-			printUpdate(w, at, up)
-		}
-		if u, ok := up.IU.Payload.(asr.Utterance); ok && up.Type == iu.Add {
-			utts = append(utts, u)
-		}
-		return nil
-	})
-	return utts, err
+	return pipeline.OpenHearing(opts)
 }
 
 func printUpdate(w io.Writer, at time.Duration, up iu.Update) {
@@ -265,7 +141,11 @@ func runTranscribe(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer h.Close()
-	utts, err := h.transcript(ctx, pos[0], a.stdout, *updates)
+	utts, err := h.Transcript(ctx, pos[0], func(at time.Duration, up iu.Update) {
+		if *updates || up.Type != iu.UpdatePayload {
+			printUpdate(a.stdout, at, up)
+		}
+	})
 	if err != nil {
 		return err
 	}

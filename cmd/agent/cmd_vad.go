@@ -41,7 +41,7 @@ func runVAD(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer h.Close()
-	return h.run(ctx, pos[0], func(at time.Duration, up iu.Update) error {
+	return h.Run(ctx, pos[0], func(at time.Duration, up iu.Update) error {
 		switch pl := up.IU.Payload.(type) {
 		case vad.Segment:
 			if up.Type == iu.Commit {

@@ -7,10 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/internal/wer"
-	"github.com/parley-voice/parley/modules/asr"
-	"github.com/parley-voice/parley/modules/source"
 )
 
 func werCommand() command {
@@ -78,7 +75,7 @@ func runWER(ctx context.Context, a *app, args []string) error {
 		path := filepath.Join(base, tr.File)
 		var hyp string
 		if *mode == "stream" {
-			utts, err := h.transcript(ctx, path, nil, false)
+			utts, err := h.Transcript(ctx, path, nil)
 			if err != nil {
 				return fmt.Errorf("%s: %w", tr.File, err)
 			}
@@ -87,7 +84,7 @@ func runWER(ctx context.Context, a *app, args []string) error {
 				texts = append(texts, u.Text)
 			}
 			hyp = strings.Join(texts, " ")
-		} else if hyp, err = decodeWhole(ctx, h.engine, path, hf.asrCfg); err != nil {
+		} else if hyp, err = h.DecodeWhole(ctx, path); err != nil {
 			return fmt.Errorf("%s: %w", tr.File, err)
 		}
 		r := wer.Compare(tr.Text, hyp)
@@ -97,40 +94,4 @@ func runWER(ctx context.Context, a *app, args []string) error {
 	fmt.Fprintf(tw, "total\t%.2f%%\t%d/%d\t%d sub, %d del, %d ins (%s, %s)\n", 100*total.Rate(), total.Errors(), total.RefWords,
 		total.Substitutions, total.Deletions, total.Insertions, hf.asrCfg.Engine, *mode)
 	return tw.Flush()
-}
-
-// decodeWhole recognises a whole file as one utterance, fed in 20 ms pieces with a
-// partial hypothesis every hop, as the ASR module drives the engine.
-func decodeWhole(ctx context.Context, e asr.Engine, path string, cfg asr.Config) (string, error) {
-	f, err := audio.DecodeWAVFile(path)
-	if err != nil {
-		return "", err
-	}
-	if f, err = audio.ToPipeline(f); err != nil {
-		return "", err
-	}
-	if err := e.Start(ctx); err != nil {
-		return "", err
-	}
-	piece := int(audio.DurationToSamples(source.DefaultFrameDuration, audio.PipelineRate))
-	hop := int(audio.DurationToSamples(cfg.EffectiveHop(), audio.PipelineRate))
-	since := 0
-	for s := f.Samples; len(s) > 0; {
-		n := min(piece, len(s))
-		if err := e.Feed(ctx, s[:n]); err != nil {
-			return "", err
-		}
-		s = s[n:]
-		if since += n; since >= hop {
-			since = 0
-			if _, err := e.Partial(ctx); err != nil {
-				return "", err
-			}
-		}
-	}
-	hyp, err := e.Final(ctx)
-	if err != nil {
-		return "", err
-	}
-	return hyp.Text(), nil
 }

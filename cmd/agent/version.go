@@ -7,10 +7,10 @@ import (
 	"runtime/debug"
 	"text/tabwriter"
 
-	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/engines/espeak"
 	"github.com/parley-voice/parley/engines/ggml"
 	"github.com/parley-voice/parley/engines/llama"
+	"github.com/parley-voice/parley/engines/portaudio"
 	"github.com/parley-voice/parley/engines/pulse"
 	"github.com/parley-voice/parley/engines/whisper"
 )
@@ -73,7 +73,7 @@ func writeVersion(w io.Writer) {
 		{"libllama", "build " + llama.Version()},
 		{"ggml", ggml.Version()},
 		{"libwhisper", whisper.Version()},
-		{"portaudio", device.Version()},
+		{"portaudio", portaudio.Version()},
 		{"espeak-ng", espeakVersion},
 	}
 	if v := pulse.LibraryVersion(); v != "" {

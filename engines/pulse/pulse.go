@@ -4,7 +4,7 @@
 //
 // PortAudio 19.7 has no PulseAudio host API; it reaches the server through ALSA's "pulse"
 // device, whose streams go to the server's default source or sink unless PULSE_SOURCE or
-// PULSE_SINK name another. audio/device uses this package to let a configuration name a
+// PULSE_SINK name another. engines/portaudio uses this package to let a configuration name a
 // source or sink, and 'agent devices' to show them.
 //
 // A Client owns a libpulse main loop and context, which it runs only inside its own calls;

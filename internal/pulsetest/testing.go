@@ -1,3 +1,6 @@
+// Package pulsetest is the test helper over internal/pulseserver: New starts a private
+// PulseAudio server for a test, points the test process at it and stops it when the test
+// ends; Find and Onsets locate audio in what a test recorded.
 package pulsetest
 
 import (
@@ -7,7 +10,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parley-voice/parley/internal/pulseserver"
 	"github.com/parley-voice/parley/internal/testenv"
+)
+
+// Server is a private server started for a test, with pulseserver.Server's methods and
+// helpers that fail the test instead of returning an error.
+type Server struct {
+	*pulseserver.Server
+}
+
+// The server's types, under the names tests use.
+type (
+	Sink          = pulseserver.Sink
+	SinkOptions   = pulseserver.SinkOptions
+	Source        = pulseserver.Source
+	Process       = pulseserver.Process
+	RecordOptions = pulseserver.RecordOptions
 )
 
 // New starts a private server for t in t.TempDir(), points this process's PulseAudio
@@ -16,13 +35,14 @@ import (
 // environment, tests that use it cannot run in parallel.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s, err := Start(context.Background(), shortTempDir(t))
-	if errors.Is(err, ErrNotInstalled) {
+	srv, err := pulseserver.Start(context.Background(), shortTempDir(t))
+	if errors.Is(err, pulseserver.ErrNotInstalled) {
 		testenv.Missing(t, "pulseaudio", testenv.EnvFix)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := &Server{srv}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
 			t.Error(err)

@@ -18,7 +18,7 @@
 // When the device fails or disappears (the sound server dies, a USB microphone is
 // unplugged), or a stream that delivered audio stops delivering for stallIsLoss (4 s),
 // everything captured before is still delivered, and then the module either
-// stops the network with an error wrapping device.ErrStreamFailed, or, with
+// stops the network with an error wrapping portaudio.ErrStreamFailed, or, with
 // Config.ContinueOnDeviceLoss, logs the loss, emits silence in real time so that the
 // stream goes on, and tries to reopen the device every Config.ReopenInterval.
 package mic
@@ -31,8 +31,8 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
-	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/engines/portaudio"
 	"github.com/parley-voice/parley/iu"
 	"go.uber.org/zap"
 )
@@ -41,7 +41,7 @@ import (
 type Config struct {
 	// Device names the input device: a name, a case-insensitive part of one, an index
 	// from 'agent devices', or one of the sound server's sources by name or description
-	// (see device.SelectFrom); empty for the default input.
+	// (see portaudio.SelectFrom); empty for the default input.
 	Device string `yaml:"device" json:"device"`
 	// Rate is the capture rate; 0 for the device's default (native) rate.
 	Rate int `yaml:"rate" json:"rate"`
@@ -73,12 +73,13 @@ type Config struct {
 	// NormalPriority keeps PortAudio's callback thread at normal priority.
 	NormalPriority bool `yaml:"normal_priority" json:"normal_priority"`
 	// OnOpen, when set, is called (on the module's goroutine) each time the capture
-	// stream has started: at the start, and after a lost device was opened again.
-	OnOpen func() `yaml:"-" json:"-"`
+	// stream has started, with what was opened: at the start, and after a lost device
+	// was opened again.
+	OnOpen func(Opened) `yaml:"-" json:"-"`
 	// Quality is the resampler's quality.
 	Quality audio.Quality `yaml:"-" json:"-"`
 	// Host configures PortAudio (Verbose keeps ALSA's and JACK's diagnostics).
-	Host device.Options `yaml:"-" json:"-"`
+	Host portaudio.Options `yaml:"-" json:"-"`
 }
 
 func (c Config) withDefaults() Config {
@@ -109,6 +110,17 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("mic: frame duration %v outside (0, 1s]", c.FrameDuration))
 	}
 	return errors.Join(errs...)
+}
+
+// Opened is what the microphone opened: the device, the capture format and the input
+// latency PortAudio reported for the stream (zero when it did not say).
+type Opened struct {
+	Device, HostAPI string
+	// ServerSource is the sound server's source the device records from when the
+	// configuration named one ("" otherwise).
+	ServerSource   string
+	Rate, Channels int
+	Latency        time.Duration
 }
 
 // Mic is the microphone module.
@@ -158,7 +170,7 @@ type block struct {
 	samples []float32
 	frames  int
 	pos     int64 // device frame of the first sample, counted from the capture's start
-	flags   device.Flags
+	flags   portaudio.Flags
 	// captured is when the first sample reached the converter (PortAudio's ADC time),
 	// as a duration since the module started.
 	captured time.Duration
@@ -170,8 +182,8 @@ type lost struct{ gen uint64 }
 // capture is one open input stream and what its callback owns.
 type capture struct {
 	gen      uint64
-	host     *device.Host
-	stream   *device.Stream
+	host     *portaudio.Host
+	stream   *portaudio.Stream
 	rate     int
 	channels int
 	free     chan *block
@@ -214,19 +226,19 @@ type runner struct {
 
 func (r *runner) openCapture() error {
 	cfg := r.m.cfg
-	host, err := device.Open(cfg.Host)
+	host, err := portaudio.Open(cfg.Host)
 	if err != nil {
 		return fmt.Errorf("mic: %w", err)
 	}
-	dev, err := host.Find(cfg.Device, device.Input)
+	dev, err := host.Find(cfg.Device, portaudio.Input)
 	if err != nil {
 		host.Close()
 		return fmt.Errorf("mic: %w", err)
 	}
-	scfg, err := host.Negotiate(device.StreamConfig{
+	scfg, err := host.Negotiate(portaudio.StreamConfig{
 		Device: dev, Channels: cfg.Channels, SampleRate: float64(cfg.Rate),
 		Latency: cfg.Latency, FramesPerBuffer: cfg.FramesPerBuffer, NormalPriority: cfg.NormalPriority,
-	}, device.Input)
+	}, portaudio.Input)
 	if err != nil {
 		host.Close()
 		return fmt.Errorf("mic: %w", err)
@@ -259,7 +271,7 @@ func (r *runner) openCapture() error {
 	dropped := &r.m.dropped
 	scfg.OnFinished = func() { post(lost{gen: c.gen}) }
 	began, rate := r.began, c.rate
-	stream, err := host.OpenInput(scfg, func(in []float32, frames int, t device.Timing, flags device.Flags) {
+	stream, err := host.OpenInput(scfg, func(in []float32, frames int, t portaudio.Timing, flags portaudio.Flags) {
 		// When the buffer's first frame was captured, on the module's clock: PortAudio
 		// says how long before the callback; a host that does not is taken to call back
 		// as soon as the buffer is full.
@@ -285,16 +297,16 @@ func (r *runner) openCapture() error {
 		r.closeCapture()
 		return fmt.Errorf("mic: %w", err)
 	}
-	source := ""
+	opened := Opened{Device: dev.Name, HostAPI: dev.HostAPI, Rate: c.rate, Channels: c.channels, Latency: stream.Info().InputLatency}
 	if dev.ServerDevice != nil {
-		source = dev.ServerDevice.Name
+		opened.ServerSource = dev.ServerDevice.Name
 	}
 	r.log.Info("microphone open",
-		zap.String("device", dev.Name), zap.String("host_api", dev.HostAPI), zap.String("sound_server_source", source),
-		zap.Int("rate", c.rate), zap.Int("channels", c.channels),
-		zap.Duration("input_latency", stream.Info().InputLatency))
+		zap.String("device", opened.Device), zap.String("host_api", opened.HostAPI), zap.String("sound_server_source", opened.ServerSource),
+		zap.Int("rate", opened.Rate), zap.Int("channels", opened.Channels),
+		zap.Duration("input_latency", opened.Latency))
 	if cfg.OnOpen != nil {
-		cfg.OnOpen()
+		cfg.OnOpen(opened)
 	}
 	return nil
 }
@@ -302,7 +314,7 @@ func (r *runner) openCapture() error {
 // deliver runs on PortAudio's thread: it copies the buffer into free blocks and posts
 // them, dropping (and counting) what finds no block or no room in the module's queue.
 // It never blocks and never allocates.
-func (c *capture) deliver(in []float32, frames int, flags device.Flags, captured time.Duration, post func(any) bool, dropped *atomic.Int64) {
+func (c *capture) deliver(in []float32, frames int, flags portaudio.Flags, captured time.Duration, post func(any) bool, dropped *atomic.Int64) {
 	pos := c.pos
 	c.pos += int64(frames)
 	ch := c.channels
@@ -344,7 +356,7 @@ func (r *runner) closeCapture() {
 	r.cap = nil
 	logClose := func(what string, err error) {
 		switch {
-		case errors.Is(err, device.ErrStuck):
+		case errors.Is(err, portaudio.ErrStuck):
 			r.log.Warn(what+": left behind", zap.Error(err))
 		case err != nil:
 			r.log.Debug(what, zap.Error(err))
@@ -421,7 +433,7 @@ const watchdog = time.Second
 // stallIsLoss is how long a capture that delivered audio may go without any before the
 // device counts as lost. A stream can stall for good without ending: when the sound
 // server dies under a capture stream, libpulse can deadlock ALSA's pulse plugin (see
-// audio/device's TestServerDeath), and a frozen server delivers nothing either. The
+// engines/portaudio's TestServerDeath), and a frozen server delivers nothing either. The
 // stall must also have been seen by two watchdog checks, so that a machine waking from
 // sleep, whose first check may come before its first audio, does not count.
 const stallIsLoss = 4 * time.Second
@@ -438,7 +450,7 @@ func (r *runner) checkStalled(ctx context.Context) error {
 		}
 		if r.delivering && r.stallLogged && now.Sub(r.lastBlock) >= stallIsLoss {
 			return r.lose(ctx, fmt.Errorf("device: no audio from %q for %v: %w",
-				c.stream.Device().Name, now.Sub(r.lastBlock).Round(time.Millisecond), device.ErrStreamFailed))
+				c.stream.Device().Name, now.Sub(r.lastBlock).Round(time.Millisecond), portaudio.ErrStreamFailed))
 		}
 	}
 	if !r.stallLogged {
@@ -464,7 +476,7 @@ func (r *runner) handleBlock(ctx context.Context, b *block) error {
 		r.log.Info("input device delivers audio again")
 		r.stallLogged = false
 	}
-	if b.flags&device.InputOverflow != 0 {
+	if b.flags&portaudio.InputOverflow != 0 {
 		r.overflows++
 		r.log.Debug("input overflow reported by the device", zap.Int("overflows", r.overflows))
 	}

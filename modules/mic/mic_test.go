@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
-	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/engines/portaudio"
+	"github.com/parley-voice/parley/internal/pulseserver"
 	"github.com/parley-voice/parley/internal/pulsetest"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
@@ -232,8 +233,8 @@ func TestDeviceLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := l.wait(t, 10*time.Second)
-	if !errors.Is(err, device.ErrStreamFailed) {
-		t.Fatalf("network error %v, want one wrapping device.ErrStreamFailed", err)
+	if !errors.Is(err, portaudio.ErrStreamFailed) {
+		t.Fatalf("network error %v, want one wrapping portaudio.ErrStreamFailed", err)
 	}
 	var me *iu.ModuleError
 	if !errors.As(err, &me) || me.Module != "mic" {
@@ -274,8 +275,8 @@ func TestFrozenServerIsLost(t *testing.T) {
 			frozen := time.Now()
 			if !carryOn {
 				err := l.wait(t, 30*time.Second)
-				if !errors.Is(err, device.ErrStreamFailed) || !strings.Contains(err.Error(), "no audio") {
-					t.Fatalf("network error %v, want one wrapping device.ErrStreamFailed that says no audio came", err)
+				if !errors.Is(err, portaudio.ErrStreamFailed) || !strings.Contains(err.Error(), "no audio") {
+					t.Fatalf("network error %v, want one wrapping portaudio.ErrStreamFailed that says no audio came", err)
 				}
 				t.Logf("%v after %v", err, time.Since(frozen).Round(time.Millisecond))
 				for f := range l.frames {
@@ -329,7 +330,7 @@ func TestContinueOnDeviceLoss(t *testing.T) {
 	}
 	// Silence keeps coming while the device is gone, from where the audio stopped: at
 	// once when the stream reports its end, after the mic's stall limit and a close
-	// left behind when libpulse deadlocks instead (see audio/device's TestServerDeath).
+	// left behind when libpulse deadlocks instead (see engines/portaudio's TestServerDeath).
 	lostFrom := len(frames)
 	began := time.Now()
 	for {
@@ -343,7 +344,7 @@ func TestContinueOnDeviceLoss(t *testing.T) {
 		frames = append(frames, l.next(t, 15*time.Second))
 	}
 	// A new server in the same place: the microphone finds the device again.
-	srv2, err := pulsetest.Start(ctx, srv.Dir(), pulsetest.Options{})
+	srv2, err := pulseserver.Start(ctx, srv.Dir(), pulseserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
-	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/control"
+	pa "github.com/parley-voice/parley/engines/portaudio"
 	"github.com/parley-voice/parley/internal/pulsetest"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
@@ -203,7 +203,7 @@ type capture struct {
 	overflows atomic.Int64
 	mu        sync.Mutex
 	blocks    []captureBlock // appended by the callback under mu (test code: fine)
-	stream    *device.Stream
+	stream    *pa.Stream
 }
 
 type captureBlock struct {
@@ -211,17 +211,17 @@ type captureBlock struct {
 	at  time.Duration // since base, when sample pos reached the monitor
 }
 
-func startCapture(t *testing.T, h *device.Host, seconds int) *capture {
+func startCapture(t *testing.T, h *pa.Host, seconds int) *capture {
 	t.Helper()
-	dev, err := h.Find("pulse", device.Input)
+	dev, err := h.Find("pulse", pa.Input)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &capture{rate: 48000, base: time.Now()}
 	c.samples = make([]float32, seconds*c.rate)
-	s, err := h.OpenInput(device.StreamConfig{Device: dev, Channels: 1, SampleRate: float64(c.rate), Latency: 20 * time.Millisecond},
-		func(in []float32, frames int, ti device.Timing, fl device.Flags) {
-			if fl&device.InputOverflow != 0 {
+	s, err := h.OpenInput(pa.StreamConfig{Device: dev, Channels: 1, SampleRate: float64(c.rate), Latency: 20 * time.Millisecond},
+		func(in []float32, frames int, ti pa.Timing, fl pa.Flags) {
+			if fl&pa.InputOverflow != 0 {
 				c.overflows.Add(1) // samples were lost: the stream positions no longer hold
 			}
 			// The buffer's first sample reached the monitor (Current - InputADC) before
@@ -298,7 +298,7 @@ func burst(rate int, tone, total time.Duration, amp float64) audio.Frame {
 // reference.
 func TestProgressMatchesRecording(t *testing.T) {
 	room(t)
-	h, err := device.Open(device.Options{})
+	h, err := pa.Open(pa.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestProgressMatchesRecording(t *testing.T) {
 // against the recording: the audio ends where and when the report says.
 func TestDeviceSpeakerInterrupt(t *testing.T) {
 	room(t)
-	h, err := device.Open(device.Options{})
+	h, err := pa.Open(pa.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestDeviceSpeakerInterrupt(t *testing.T) {
 		scriptStep{at: 1000 * time.Millisecond, pay: chunk{f: burst(16000, 40*time.Millisecond, 40*time.Millisecond, 0.5), turn: 1, name: "late"}})
 	opened := make(chan struct{})
 	sp, err := portaudio.New("speaker", portaudio.Config{Device: "pulse", Latency: 40 * time.Millisecond,
-		OnOpen: func() { close(opened) }})
+		OnOpen: func(portaudio.Opened) { close(opened) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func TestDeviceSpeakerInterrupt(t *testing.T) {
 }
 
 // TestDeviceSpeakerLost kills the sound server under a playing speaker: the network
-// stops with an error that wraps device.ErrStreamFailed, after a last Stopped report.
+// stops with an error that wraps pa.ErrStreamFailed, after a last Stopped report.
 func TestDeviceSpeakerLost(t *testing.T) {
 	srv, _ := room(t)
 	steps := chunks(burst(16000, 3*time.Second, 3*time.Second, 0.3), 1)
@@ -439,8 +439,8 @@ func TestDeviceSpeakerLost(t *testing.T) {
 		srv.Kill()
 	}()
 	err = runNet(t, rep, script(steps, 5*time.Second, nil), sp)
-	if !errors.Is(err, device.ErrStreamFailed) {
-		t.Fatalf("network error %v, want device.ErrStreamFailed", err)
+	if !errors.Is(err, pa.ErrStreamFailed) {
+		t.Fatalf("network error %v, want pa.ErrStreamFailed", err)
 	}
 	all := rep.all()
 	if len(all) == 0 {

@@ -1,5 +1,5 @@
 // Package portaudio is the speaker module's sound-device output: it plays through a
-// PortAudio device (audio/device) in real time and derives what the listener hears from
+// PortAudio device (engines/portaudio) in real time and derives what the listener hears from
 // the device's own timing. Package speaker stays pure Go; pipeline opens this output for
 // live sessions.
 package portaudio
@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
-	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/clock"
+	pa "github.com/parley-voice/parley/engines/portaudio"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/speaker"
 	"go.uber.org/zap"
@@ -23,7 +23,7 @@ import (
 type Config struct {
 	speaker.Options `yaml:",inline"`
 	// Device names the output device: a name, a case-insensitive part of one, or an
-	// index from 'agent devices' (see device.Select); empty for the default output.
+	// index from 'agent devices' (see pa.Select); empty for the default output.
 	Device string `yaml:"device" json:"device"`
 	// Rate is the device rate; 0 for the device's default rate.
 	Rate int `yaml:"rate" json:"rate"`
@@ -37,10 +37,19 @@ type Config struct {
 	// NormalPriority keeps PortAudio's callback thread at normal priority.
 	NormalPriority bool `yaml:"normal_priority" json:"normal_priority"`
 	// OnOpen, when set, is called (on the module's goroutine) once the output stream
-	// has started.
-	OnOpen func() `yaml:"-" json:"-"`
+	// has started, with what was opened.
+	OnOpen func(Opened) `yaml:"-" json:"-"`
 	// Host configures PortAudio (Verbose keeps ALSA's and JACK's diagnostics).
-	Host device.Options `yaml:"-" json:"-"`
+	Host pa.Options `yaml:"-" json:"-"`
+}
+
+// Opened is what the speaker opened: the device, the output format and the output
+// latency PortAudio reported for the stream (zero when it did not say), which the
+// speaker takes for the listener's delay where the callback's DAC time is missing.
+type Opened struct {
+	Device, HostAPI string
+	Rate, Channels  int
+	Latency         time.Duration
 }
 
 // New returns a speaker module that plays through a PortAudio output device in real
@@ -66,9 +75,9 @@ type deviceOutput struct {
 	cfg     Config
 	log     *zap.Logger
 	base    time.Time // the module's start, with the monotonic reading the callback measures from
-	host    *device.Host
-	scfg    device.StreamConfig
-	stream  *device.Stream
+	host    *pa.Host
+	scfg    pa.StreamConfig
+	stream  *pa.Stream
 	outRate int
 	post    func(any) bool // Ports.TryPost: never blocks
 
@@ -90,19 +99,19 @@ func (d *deviceOutput) Open(ctx context.Context, p *iu.Ports, start time.Time) (
 	d.log = p.Logger()
 	d.base = start
 	d.post = p.TryPost
-	host, err := device.Open(d.cfg.Host)
+	host, err := pa.Open(d.cfg.Host)
 	if err != nil {
 		return 0, fmt.Errorf("speaker: %w", err)
 	}
-	dev, err := host.Find(d.cfg.Device, device.Output)
+	dev, err := host.Find(d.cfg.Device, pa.Output)
 	if err != nil {
 		host.Close()
 		return 0, fmt.Errorf("speaker: %w", err)
 	}
-	scfg, err := host.Negotiate(device.StreamConfig{
+	scfg, err := host.Negotiate(pa.StreamConfig{
 		Device: dev, Channels: d.cfg.Channels, SampleRate: float64(d.cfg.Rate),
 		Latency: d.cfg.Latency, FramesPerBuffer: d.cfg.FramesPerBuffer, NormalPriority: d.cfg.NormalPriority,
-	}, device.Output)
+	}, pa.Output)
 	if err != nil {
 		host.Close()
 		return 0, fmt.Errorf("speaker: %w", err)
@@ -147,7 +156,7 @@ func (d *deviceOutput) Begin(r *speaker.Ring) error {
 	var fallback atomic.Int64
 	timing := audio.Earliest{Window: anchorWindow} // the callback's own
 	warmUntil := time.Duration(-1)                 // before it, the latest estimate stands
-	stream, err := d.host.OpenOutput(d.scfg, func(out []float32, frames int, t device.Timing, flags device.Flags) {
+	stream, err := d.host.OpenOutput(d.scfg, func(out []float32, frames int, t pa.Timing, flags pa.Flags) {
 		now := time.Since(base) // before rendering, which takes its time
 		first := rend.Frame()
 		rend.Render(out, frames, len(out)/frames)
@@ -155,7 +164,7 @@ func (d *deviceOutput) Begin(r *speaker.Ring) error {
 		if t.OutputDAC == 0 || ahead < 0 {
 			ahead = time.Duration(fallback.Load())
 		}
-		if warmUntil < 0 || flags&device.OutputUnderflow != 0 {
+		if warmUntil < 0 || flags&pa.OutputUnderflow != 0 {
 			// The stream starts, or starts again after missing buffers (everything plays
 			// later from now on): its latency builds up.
 			warmUntil = now + anchorWarmup
@@ -178,13 +187,14 @@ func (d *deviceOutput) Begin(r *speaker.Ring) error {
 	if err := stream.Start(); err != nil {
 		return fmt.Errorf("speaker: %w", err)
 	}
-	info := stream.Info()
+	opened := Opened{Device: stream.Device().Name, HostAPI: stream.Device().HostAPI, Rate: d.outRate, Channels: stream.Channels(),
+		Latency: stream.Info().OutputLatency}
 	d.log.Info("speaker output open",
-		zap.String("device", stream.Device().Name), zap.String("host_api", stream.Device().HostAPI),
-		zap.Int("rate", d.outRate), zap.Int("channels", stream.Channels()),
-		zap.Duration("output_latency", info.OutputLatency))
+		zap.String("device", opened.Device), zap.String("host_api", opened.HostAPI),
+		zap.Int("rate", opened.Rate), zap.Int("channels", opened.Channels),
+		zap.Duration("output_latency", opened.Latency))
 	if d.cfg.OnOpen != nil {
-		d.cfg.OnOpen()
+		d.cfg.OnOpen(opened)
 	}
 	return nil
 }

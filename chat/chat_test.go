@@ -1,4 +1,4 @@
-package pipeline
+package chat
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/dialogue/protocol"
 	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/pipeline"
 	"go.uber.org/zap"
 )
 
@@ -22,7 +23,7 @@ import (
 // Child and Storyteller) with its sessions in a temporary directory.
 type chatFixture struct {
 	sessions string
-	cfg      Config
+	cfg      pipeline.Config
 }
 
 func newChatFixture(t *testing.T) chatFixture {
@@ -38,7 +39,7 @@ type chatOptions struct {
 	session string  // --session
 	resume  bool    // --resume
 	system  *string // --system
-	cfg     func(*Config)
+	cfg     func(*pipeline.Config)
 }
 
 // chatTo runs a chat on input, writing to out and errOut.
@@ -49,11 +50,11 @@ func (f chatFixture) chatTo(ctx context.Context, t *testing.T, out, errOut io.Wr
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
-	dir, err := SessionPath(cfg)
+	dir, err := pipeline.SessionPath(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Chat(ctx, cfg, ChatOptions{SessionDir: dir, SystemPrompt: o.system, In: strings.NewReader(input), Out: out, Err: errOut, Logger: zap.NewNop()})
+	return Run(ctx, cfg, Options{SessionDir: dir, SystemPrompt: o.system, In: strings.NewReader(input), Out: out, Err: errOut, Logger: zap.NewNop()})
 }
 
 // chat runs a chat on input and returns stdout, stderr and the error.
@@ -76,15 +77,15 @@ func (f chatFixture) session(t *testing.T, name string) []dialogue.Utterance {
 // referenceReply is what the engine itself writes, greedy, for the prompt a fresh
 // store builds from the given user lines and agent replies (alternating, user first),
 // through the config's keyword filter and trimmed: what the chat must print and store.
-func referenceReply(t *testing.T, cfg Config, turns ...string) string {
+func referenceReply(t *testing.T, cfg pipeline.Config, turns ...string) string {
 	t.Helper()
 	ctx := context.Background()
-	eng, err := LoadEngines(cfg, zap.NewNop())
+	eng, err := pipeline.LoadEngines(cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	store, err := NewStore(ctx, cfg, eng, "", zap.NewNop())
+	store, err := pipeline.NewStore(ctx, cfg, eng, "", zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestChatTwoTurns(t *testing.T) {
 	if prompts[0] != wantPrompt {
 		t.Errorf("/prompt showed\n%q\nwant\n%q", prompts[0], wantPrompt)
 	}
-	eng, err := LoadEngines(cfg, zap.NewNop())
+	eng, err := pipeline.LoadEngines(cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestChatMaxTokens(t *testing.T) {
 	short := f.cfg
 	short.LLM.MaxTokens = 3
 	want := referenceReply(t, short, "Hello there")
-	out, errOut, err := f.chat(context.Background(), t, "Hello there\n", chatOptions{cfg: func(c *Config) { c.LLM.MaxTokens = 3 }})
+	out, errOut, err := f.chat(context.Background(), t, "Hello there\n", chatOptions{cfg: func(c *pipeline.Config) { c.LLM.MaxTokens = 3 }})
 	if err != nil {
 		t.Fatalf("chat: %v\n%s", err, errOut)
 	}
@@ -376,12 +377,12 @@ func newTestChat(t *testing.T, f chatFixture, think bool, wrap func(llm.Engine) 
 	t.Helper()
 	cfg := f.cfg
 	ctx := context.Background()
-	eng, err := LoadEngines(cfg, zap.NewNop())
+	eng, err := pipeline.LoadEngines(cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	store, err := NewStore(ctx, cfg, eng, "", zap.NewNop())
+	store, err := pipeline.NewStore(ctx, cfg, eng, "", zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,9 +497,9 @@ func TestChatThink(t *testing.T) {
 
 // forcedAnswer runs the self-ask protocol without examples on stories260K, as --think
 // lays it out for a first question: the system prompt, then the question.
-func forcedAnswer(t *testing.T, cfg Config, question string) string {
+func forcedAnswer(t *testing.T, cfg pipeline.Config, question string) string {
 	t.Helper()
-	eng, err := LoadEngines(cfg, zap.NewNop())
+	eng, err := pipeline.LoadEngines(cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

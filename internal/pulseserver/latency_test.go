@@ -1,4 +1,4 @@
-package pulsetest_test
+package pulseserver_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/internal/pulseserver"
 	"github.com/parley-voice/parley/internal/pulsetest"
 )
 
@@ -15,13 +16,13 @@ import (
 func TestLatencies(t *testing.T) {
 	srv := pulsetest.New(t)
 	ctx := context.Background()
-	sink := srv.NullSink(t, "lat_test", pulsetest.SinkOptions{Rate: 16000, Channels: 1})
+	sink := srv.NullSink(t, "lat_test", pulseserver.SinkOptions{Rate: 16000, Channels: 1})
 	dir := t.TempDir()
 	silence := filepath.Join(dir, "silence.wav")
 	if err := audio.WriteWAVFile(silence, audio.Frame{Rate: 16000, Channels: 1, Samples: make([]float32, 3*16000)}, 16); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := srv.Record(ctx, sink.Monitor, filepath.Join(dir, "rec.wav"), pulsetest.RecordOptions{Rate: 16000})
+	rec, err := srv.Record(ctx, sink.Monitor, filepath.Join(dir, "rec.wav"), pulseserver.RecordOptions{Rate: 16000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestLatencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var playing, recording *pulsetest.StreamLatency
+	var playing, recording *pulseserver.StreamLatency
 	for i, s := range l.Streams {
 		switch {
 		case s.Playback && s.Device == sink.Name:
@@ -75,11 +76,11 @@ func TestParseLatencies(t *testing.T) {
 	sources := `[{"index":2,"name":"out.monitor","latency":{"actual":0.00,"configured":20000.00}}]`
 	inputs := `[{"index":0,"sink":1,"buffer_latency_usec":150520.00,"sink_latency_usec":11940.00,"properties":{"application.name":"paplay","media.name":"a.wav"}}]`
 	outputs := `[{"index":3,"source":2,"buffer_latency_usec":227.00,"source_latency_usec":0.00,"properties":{}},{"index":4,"source":9,"buffer_latency_usec":1,"source_latency_usec":2}]`
-	l, err := pulsetest.ParseLatencies([]byte(sinks), []byte(sources), []byte(inputs), []byte(outputs))
+	l, err := pulseserver.ParseLatencies([]byte(sinks), []byte(sources), []byte(inputs), []byte(outputs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []pulsetest.StreamLatency{
+	want := []pulseserver.StreamLatency{
 		{Playback: true, Index: 0, Device: "out", Application: "paplay", Media: "a.wav", Buffer: 150520 * time.Microsecond, DeviceLatency: 11940 * time.Microsecond},
 		{Index: 3, Device: "out.monitor", Buffer: 227 * time.Microsecond},
 		{Index: 4, Device: "#9", Buffer: time.Microsecond, DeviceLatency: 2 * time.Microsecond},
@@ -92,7 +93,7 @@ func TestParseLatencies(t *testing.T) {
 			t.Errorf("stream %d: %+v, want %+v", i, l.Streams[i], want[i])
 		}
 	}
-	if len(l.Devices) != 2 || l.Devices[0] != (pulsetest.DeviceLatency{Sink: true, Name: "out", Actual: 1854 * time.Microsecond, Configured: 20 * time.Millisecond}) {
+	if len(l.Devices) != 2 || l.Devices[0] != (pulseserver.DeviceLatency{Sink: true, Name: "out", Actual: 1854 * time.Microsecond, Configured: 20 * time.Millisecond}) {
 		t.Errorf("devices %+v", l.Devices)
 	}
 	for _, bad := range [][4]string{
@@ -101,7 +102,7 @@ func TestParseLatencies(t *testing.T) {
 		{`[{"latency":{"actual":1e300}}]`, `[]`, `[]`, `[]`},
 		{`[]`, `[]`, `[]`, `"x"`},
 	} {
-		if _, err := pulsetest.ParseLatencies([]byte(bad[0]), []byte(bad[1]), []byte(bad[2]), []byte(bad[3])); err == nil {
+		if _, err := pulseserver.ParseLatencies([]byte(bad[0]), []byte(bad[1]), []byte(bad[2]), []byte(bad[3])); err == nil {
 			t.Errorf("ParseLatencies%q: no error", bad)
 		}
 	}
@@ -111,7 +112,7 @@ func FuzzParseLatencies(f *testing.F) {
 	f.Add([]byte(`[{"index":1,"name":"out","latency":{"actual":1854.00,"configured":20000.00}}]`),
 		[]byte(`[{"index":0,"sink":1,"buffer_latency_usec":150520.00,"sink_latency_usec":11940.00,"properties":{"application.name":"paplay"}}]`))
 	f.Fuzz(func(t *testing.T, devices, streams []byte) {
-		l, err := pulsetest.ParseLatencies(devices, devices, streams, streams)
+		l, err := pulseserver.ParseLatencies(devices, devices, streams, streams)
 		if err != nil {
 			return
 		}

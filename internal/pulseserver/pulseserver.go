@@ -7,7 +7,7 @@
 // cookie, client configuration and log), never touches the user's PulseAudio, and
 // never lets a client autospawn a daemon. Start is for any code; New is the test helper
 // that also points the test process at the server and stops it at cleanup.
-package pulsetest
+package pulseserver
 
 import (
 	"bufio"
@@ -73,25 +73,25 @@ func Start(ctx context.Context, dir string, options ...Options) (*Server, error)
 	case 1:
 		opts = options[0]
 	default:
-		return nil, errors.New("pulsetest: Start takes at most one Options")
+		return nil, errors.New("pulseserver: Start takes at most one Options")
 	}
 	for _, tool := range []string{"pulseaudio", "pactl", "paplay", "parecord"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("pulsetest: %w: %s not found (Debian: apt install pulseaudio pulseaudio-utils)", ErrNotInstalled, tool)
+			return nil, fmt.Errorf("pulseserver: %w: %s not found (Debian: apt install pulseaudio pulseaudio-utils)", ErrNotInstalled, tool)
 		}
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("pulsetest: %w", err)
+		return nil, fmt.Errorf("pulseserver: %w", err)
 	}
 	// The socket path must fit sockaddr_un (108 bytes).
 	socket := filepath.Join(dir, "native")
 	if len(socket) >= 100 {
-		return nil, fmt.Errorf("pulsetest: directory %s is too long for a unix socket path", dir)
+		return nil, fmt.Errorf("pulseserver: directory %s is too long for a unix socket path", dir)
 	}
 	for _, sub := range []string{"runtime", "state", "config", "home"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
-			return nil, fmt.Errorf("pulsetest: %w", err)
+			return nil, fmt.Errorf("pulseserver: %w", err)
 		}
 	}
 	clientConf := filepath.Join(dir, "client.conf")
@@ -101,7 +101,7 @@ func Start(ctx context.Context, dir string, options ...Options) (*Server, error)
 	// The folder can be one a user named ('agent bench --live -o DIR'): its files are
 	// written only as regular files.
 	if err := regularfile.WriteFile(clientConf, []byte(conf), 0o600); err != nil {
-		return nil, fmt.Errorf("pulsetest: %w", err)
+		return nil, fmt.Errorf("pulseserver: %w", err)
 	}
 	s := &Server{
 		dir:     dir,
@@ -118,7 +118,7 @@ func Start(ctx context.Context, dir string, options ...Options) (*Server, error)
 	}
 	logFile, err := regularfile.Create(s.logPath, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("pulsetest: %w", err)
+		return nil, fmt.Errorf("pulseserver: %w", err)
 	}
 	level := opts.LogLevel
 	if level == "" {
@@ -149,11 +149,11 @@ func Start(ctx context.Context, dir string, options ...Options) (*Server, error)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("pulsetest: %w", err)
+		return nil, fmt.Errorf("pulseserver: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("pulsetest: start pulseaudio: %w", err)
+		return nil, fmt.Errorf("pulseserver: start pulseaudio: %w", err)
 	}
 	s.cmd = cmd
 	ready := make(chan struct{})
@@ -176,19 +176,19 @@ func Start(ctx context.Context, dir string, options ...Options) (*Server, error)
 	select {
 	case <-ready:
 	case <-s.exited:
-		return nil, fmt.Errorf("pulsetest: pulseaudio exited during start-up (%v); log:\n%s", s.exitErr(), s.LogTail(20))
+		return nil, fmt.Errorf("pulseserver: pulseaudio exited during start-up (%v); log:\n%s", s.exitErr(), s.LogTail(20))
 	case <-timer.C:
 		s.Close()
-		return nil, fmt.Errorf("pulsetest: pulseaudio did not finish starting within %v; log:\n%s", timeout, s.LogTail(20))
+		return nil, fmt.Errorf("pulseserver: pulseaudio did not finish starting within %v; log:\n%s", timeout, s.LogTail(20))
 	case <-ctx.Done():
 		s.Close()
-		return nil, fmt.Errorf("pulsetest: start pulseaudio: %w", ctx.Err())
+		return nil, fmt.Errorf("pulseserver: start pulseaudio: %w", ctx.Err())
 	}
 	// The log line says the daemon is up; a real client round trip proves that the
 	// socket answers.
 	if _, err := s.Pactl(ctx, "info"); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("pulsetest: server started but does not answer: %w", err)
+		return nil, fmt.Errorf("pulseserver: server started but does not answer: %w", err)
 	}
 	return s, nil
 }
@@ -254,7 +254,7 @@ func (s *Server) ClientEnv() []string { return append([]string(nil), s.env...) }
 // ApplyEnv points this process's PulseAudio clients at the server by setting
 // ClientEnv in the process environment, and returns a function that restores the
 // previous values. PortAudio reads the environment when it opens streams and scans
-// devices, so apply it before opening a device.Host. It is process-wide: tests that use
+// devices, so apply it before opening a portaudio.Host. It is process-wide: tests that use
 // it must not run in parallel.
 func (s *Server) ApplyEnv() (restore func()) {
 	type saved struct {
@@ -309,7 +309,7 @@ func (s *Server) Close() error {
 	case <-timer.C:
 		_ = s.cmd.Process.Kill()
 		<-s.exited
-		return fmt.Errorf("pulsetest: pulseaudio ignored SIGTERM for 5 s and was killed")
+		return fmt.Errorf("pulseserver: pulseaudio ignored SIGTERM for 5 s and was killed")
 	}
 }
 
@@ -322,7 +322,7 @@ func (s *Server) Kill() error {
 	default:
 	}
 	if err := s.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("pulsetest: kill pulseaudio: %w", err)
+		return fmt.Errorf("pulseserver: kill pulseaudio: %w", err)
 	}
 	<-s.exited
 	return nil
@@ -344,8 +344,8 @@ func (s *Server) LogTail(n int) string {
 // LogPath returns the daemon's log file.
 func (s *Server) LogPath() string { return s.logPath }
 
-// commandTimeout bounds every client tool run, so that a wedged server fails a test
-// instead of hanging it.
+// commandTimeout bounds every client tool run, so that a wedged server fails the caller
+// (a test, the bench) instead of hanging it.
 const commandTimeout = 20 * time.Second
 
 func (s *Server) command(ctx context.Context, name string, args ...string) *exec.Cmd {
@@ -364,7 +364,7 @@ func (s *Server) Pactl(ctx context.Context, args ...string) (string, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("pulsetest: pactl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return string(out), fmt.Errorf("pulseserver: pactl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return string(out), nil
 }
@@ -423,7 +423,7 @@ func (s *Server) LoadNullSink(ctx context.Context, name string, opts SinkOptions
 	}
 	idx, err := strconv.Atoi(strings.TrimSpace(out))
 	if err != nil {
-		return Sink{}, fmt.Errorf("pulsetest: load-module printed %q, not a module index", out)
+		return Sink{}, fmt.Errorf("pulseserver: load-module printed %q, not a module index", out)
 	}
 	return Sink{Name: name, Monitor: name + ".monitor", Module: idx}, nil
 }
@@ -453,7 +453,7 @@ func (s *Server) LoadVirtualSource(ctx context.Context, name, description, maste
 	}
 	idx, err := strconv.Atoi(strings.TrimSpace(out))
 	if err != nil {
-		return Source{}, fmt.Errorf("pulsetest: load-module printed %q, not a module index", out)
+		return Source{}, fmt.Errorf("pulseserver: load-module printed %q, not a module index", out)
 	}
 	return Source{Name: name, Module: idx}, nil
 }
@@ -547,7 +547,7 @@ func (s *Server) start(ctx context.Context, name string, args ...string) (*Proce
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("pulsetest: start %s: %w", name, err)
+		return nil, fmt.Errorf("pulseserver: start %s: %w", name, err)
 	}
 	s.procMu.Lock()
 	s.procs[p] = struct{}{}
@@ -555,7 +555,7 @@ func (s *Server) start(ctx context.Context, name string, args ...string) (*Proce
 	go func() {
 		err := cmd.Wait()
 		if err != nil {
-			err = fmt.Errorf("pulsetest: %s: %w: %s", name, err, strings.TrimSpace(p.stderr.String()))
+			err = fmt.Errorf("pulseserver: %s: %w: %s", name, err, strings.TrimSpace(p.stderr.String()))
 		}
 		p.err = err
 		s.procMu.Lock()

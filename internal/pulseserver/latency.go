@@ -1,4 +1,4 @@
-package pulsetest
+package pulseserver
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func ParseLatencies(sinks, sources, sinkInputs, sourceOutputs []byte) (Latencies
 	for i, data := range [][]byte{sinks, sources} {
 		var devs []pactlDevice
 		if err := json.Unmarshal(data, &devs); err != nil {
-			return Latencies{}, fmt.Errorf("pulsetest: pactl's %s: %w", [2]string{"sinks", "sources"}[i], err)
+			return Latencies{}, fmt.Errorf("pulseserver: pactl's %s: %w", [2]string{"sinks", "sources"}[i], err)
 		}
 		for _, d := range devs {
 			actual, err := usec(d.Latency.Actual)
@@ -105,7 +105,7 @@ func ParseLatencies(sinks, sources, sinkInputs, sourceOutputs []byte) (Latencies
 		playback := i == 0
 		var streams []pactlStream
 		if err := json.Unmarshal(data, &streams); err != nil {
-			return Latencies{}, fmt.Errorf("pulsetest: pactl's %s: %w", [2]string{"sink inputs", "source outputs"}[i], err)
+			return Latencies{}, fmt.Errorf("pulseserver: pactl's %s: %w", [2]string{"sink inputs", "source outputs"}[i], err)
 		}
 		for _, st := range streams {
 			dev, devLat := st.Source, st.SourceLatency
@@ -137,7 +137,7 @@ func ParseLatencies(sinks, sources, sinkInputs, sourceOutputs []byte) (Latencies
 // usec converts pactl's microseconds, refusing what no latency can be.
 func usec(v float64) (time.Duration, error) {
 	if math.IsNaN(v) || v < 0 || v > float64(time.Hour/time.Microsecond) {
-		return 0, fmt.Errorf("pulsetest: pactl reported a latency of %v µs", v)
+		return 0, fmt.Errorf("pulseserver: pactl reported a latency of %v µs", v)
 	}
 	return time.Duration(v * float64(time.Microsecond)), nil
 }

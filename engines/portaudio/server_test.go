@@ -1,4 +1,4 @@
-package device_test
+package portaudio_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/engines/portaudio"
 	"github.com/parley-voice/parley/internal/pulsetest"
 )
 
@@ -49,12 +49,12 @@ func TestQuerySoundServer(t *testing.T) {
 	laptop(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	srv, err := device.QuerySoundServer(ctx)
+	srv, err := portaudio.QuerySoundServer(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	find := func(devs []device.ServerDevice, name string) device.ServerDevice {
-		i := slices.IndexFunc(devs, func(d device.ServerDevice) bool { return d.Name == name })
+	find := func(devs []portaudio.ServerDevice, name string) portaudio.ServerDevice {
+		i := slices.IndexFunc(devs, func(d portaudio.ServerDevice) bool { return d.Name == name })
 		if i < 0 {
 			t.Fatalf("%s not in %+v", name, devs)
 		}
@@ -81,11 +81,11 @@ func TestQuerySoundServer(t *testing.T) {
 func TestStreamsOnServerDevices(t *testing.T) {
 	srv := laptop(t)
 	h := openHost(t)
-	inDev, err := h.Find("USB Mic", device.Input)
+	inDev, err := h.Find("USB Mic", portaudio.Input)
 	if err != nil {
 		t.Fatal(err)
 	}
-	outDev, err := h.Find("built-in audio", device.Output)
+	outDev, err := h.Find("built-in audio", portaudio.Output)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +98,8 @@ func TestStreamsOnServerDevices(t *testing.T) {
 
 	const rate = 48000
 	var phase int64 // owned by the output callback
-	out, err := h.OpenOutput(device.StreamConfig{Device: outDev, SampleRate: rate, Channels: 1, Latency: 100 * time.Millisecond},
-		func(buf []float32, frames int, _ device.Timing, _ device.Flags) {
+	out, err := h.OpenOutput(portaudio.StreamConfig{Device: outDev, SampleRate: rate, Channels: 1, Latency: 100 * time.Millisecond},
+		func(buf []float32, frames int, _ portaudio.Timing, _ portaudio.Flags) {
 			for i := range frames {
 				buf[i] = float32(0.5 * math.Sin(2*math.Pi*1000*float64(phase)/rate))
 				phase++
@@ -110,8 +110,8 @@ func TestStreamsOnServerDevices(t *testing.T) {
 	}
 	defer out.Close()
 	var loud, blocks atomic.Int64
-	in, err := h.OpenInput(device.StreamConfig{Device: inDev, SampleRate: rate, Channels: 1, Latency: 100 * time.Millisecond},
-		func(buf []float32, frames int, _ device.Timing, _ device.Flags) {
+	in, err := h.OpenInput(portaudio.StreamConfig{Device: inDev, SampleRate: rate, Channels: 1, Latency: 100 * time.Millisecond},
+		func(buf []float32, frames int, _ portaudio.Timing, _ portaudio.Flags) {
 			var s float64
 			for _, v := range buf[:frames] {
 				s += float64(v) * float64(v)
@@ -167,7 +167,7 @@ func TestFindWithoutSoundServer(t *testing.T) {
 	laptop(t) // PortAudio scans through the server; then the client goes nowhere
 	h := openHost(t)
 	t.Setenv("PULSE_SERVER", "unix:"+t.TempDir()+"/native")
-	_, err := h.Find("USB Mic", device.Input)
+	_, err := h.Find("USB Mic", portaudio.Input)
 	if err == nil || !strings.Contains(err.Error(), "no input device named or containing") ||
 		!strings.Contains(err.Error(), "sound server's devices were not searched") {
 		t.Fatalf("Find without a server: %v", err)

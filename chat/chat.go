@@ -1,4 +1,7 @@
-package pipeline
+// Package chat is the text conversation with the agent ('agent chat'): its history,
+// memory and LLM, which pipeline opens as the voice agent's, answering typed lines, with
+// slash commands to look at and change the conversation.
+package chat
 
 import (
 	"bufio"
@@ -13,12 +16,14 @@ import (
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/dialogue/protocol"
 	"github.com/parley-voice/parley/internal/regularfile"
+	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/llm"
+	"github.com/parley-voice/parley/pipeline"
 	"go.uber.org/zap"
 )
 
-// ChatOptions are the settings of a text chat.
-type ChatOptions struct {
+// Options are the settings of a text chat.
+type Options struct {
 	// SessionDir is the chat's session: it is loaded when cfg.Session.Resume is set, and
 	// /save and the end of the chat save there ("" for no session).
 	SessionDir string
@@ -41,10 +46,10 @@ type ChatOptions struct {
 	OnInterrupt func(f func()) (restore func())
 }
 
-// Chat is a text conversation with the agent's history, memory and LLM: it answers each
+// Run is a text conversation with the agent's history, memory and LLM: it answers each
 // line of opts.In (slash commands aside) until the input ends, /quit, or ctx's end
 // (Ctrl-C), and saves the session at the end.
-func Chat(ctx context.Context, cfg Config, opts ChatOptions) error {
+func Run(ctx context.Context, cfg pipeline.Config, opts Options) error {
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -54,10 +59,10 @@ func Chat(ctx context.Context, cfg Config, opts ChatOptions) error {
 	}
 	if cfg.LLM.Engine == "llama" {
 		if _, err := os.Stat(cfg.LLM.Model); err != nil {
-			return fmt.Errorf("the LLM model %s cannot be read (fix: run '%s', or give --config FILE with an llm.model you have): %w", cfg.LLM.Model, pullFix(cfg.LLM.Model), err)
+			return fmt.Errorf("the LLM model %s cannot be read (fix: run '%s', or give --config FILE with an llm.model you have): %w", cfg.LLM.Model, modelstore.Builtin().PullCommand(cfg.LLM.Model), err)
 		}
 	}
-	eng, err := LoadEngines(cfg, log)
+	eng, err := pipeline.LoadEngines(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -65,7 +70,7 @@ func Chat(ctx context.Context, cfg Config, opts ChatOptions) error {
 	// The history must outlive Ctrl-C (which cancels ctx) long enough to store the
 	// interrupted reply and save the session; Close stops it.
 	persist := context.WithoutCancel(ctx)
-	store, err := NewStore(persist, cfg, eng, opts.SessionDir, log)
+	store, err := pipeline.NewStore(persist, cfg, eng, opts.SessionDir, log)
 	if err != nil {
 		return err
 	}
@@ -93,7 +98,7 @@ type chatEngine interface {
 
 // chatConfig is what a chat is made of.
 type chatConfig struct {
-	Config Config
+	Config pipeline.Config
 	Engine chatEngine
 	// Tokenizer counts prompt tokens (nil: counts unknown); Context is the model's
 	// context in tokens (0: unknown, no fitting of the self-ask prompt).

@@ -1,4 +1,4 @@
-// Package device is Parley's PortAudio plumbing, shared by the microphone and speaker
+// Package portaudio is Parley's PortAudio plumbing, shared by the microphone and speaker
 // modules and the command line: opening PortAudio (Host), listing host APIs and devices,
 // choosing a device by name, substring or index, and callback-driven float32 streams.
 //
@@ -20,7 +20,7 @@
 // printed when a stream dies, cannot be redirected here: the shared libportaudio does not
 // export its debug hook (PaUtil_SetDebugPrintFunction is only in the static library), so
 // they still reach stderr.
-package device
+package portaudio
 
 /*
 #include <portaudio.h>

@@ -1,4 +1,4 @@
-package device
+package portaudio
 
 /*
 #cgo pkg-config: portaudio-2.0

@@ -1,4 +1,4 @@
-package device_test
+package portaudio_test
 
 import (
 	"bytes"
@@ -14,14 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/engines/portaudio"
 	"github.com/parley-voice/parley/internal/pulsetest"
 )
 
 // openHost opens a Host after the pulse server is set up, and closes it at cleanup.
-func openHost(t *testing.T) *device.Host {
+func openHost(t *testing.T) *portaudio.Host {
 	t.Helper()
-	h, err := device.Open(device.Options{})
+	h, err := portaudio.Open(portaudio.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +81,8 @@ func TestHostLists(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		spec string
-		dir  device.Direction
-	}{{"pulse", device.Output}, {"pulse", device.Input}, {"PULS", device.Output}, {"", device.Input}} {
+		dir  portaudio.Direction
+	}{{"pulse", portaudio.Output}, {"pulse", portaudio.Input}, {"PULS", portaudio.Output}, {"", portaudio.Input}} {
 		d, err := h.Find(tc.spec, tc.dir)
 		if err != nil {
 			t.Fatalf("Find(%q, %v): %v", tc.spec, tc.dir, err)
@@ -91,8 +91,8 @@ func TestHostLists(t *testing.T) {
 			t.Fatalf("Find(%q): implausible %+v", tc.spec, d)
 		}
 	}
-	_, err = h.Find("no such card", device.Output)
-	if !errors.Is(err, device.ErrNotFound) || !strings.Contains(err.Error(), `"pulse"`) {
+	_, err = h.Find("no such card", portaudio.Output)
+	if !errors.Is(err, portaudio.ErrNotFound) || !strings.Contains(err.Error(), `"pulse"`) {
 		t.Fatalf("Find of a missing device: %v (want ErrNotFound listing the devices)", err)
 	}
 }
@@ -114,11 +114,11 @@ func awaitCallbacks(calls *atomic.Int64, n int64) error {
 func TestLoopThroughSink(t *testing.T) {
 	withSink(t)
 	h := openHost(t)
-	outDev, err := h.Find("pulse", device.Output)
+	outDev, err := h.Find("pulse", portaudio.Output)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inDev, err := h.Find("pulse", device.Input)
+	inDev, err := h.Find("pulse", portaudio.Input)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +127,8 @@ func TestLoopThroughSink(t *testing.T) {
 	var dacAhead atomic.Int64
 	var lastOut time.Time // owned by the output callback
 	var maxOutGap, outUnderflows atomic.Int64
-	out, err := h.OpenOutput(device.StreamConfig{Device: outDev, SampleRate: rate, Latency: 100 * time.Millisecond},
-		func(buf []float32, frames int, ti device.Timing, fl device.Flags) {
+	out, err := h.OpenOutput(portaudio.StreamConfig{Device: outDev, SampleRate: rate, Latency: 100 * time.Millisecond},
+		func(buf []float32, frames int, ti portaudio.Timing, fl portaudio.Flags) {
 			ch := len(buf) / frames
 			for i := 0; i < frames; i++ {
 				v := float32(0.5 * math.Sin(2*math.Pi*1000*float64(phase)/rate))
@@ -143,7 +143,7 @@ func TestLoopThroughSink(t *testing.T) {
 				maxOutGap.Store(int64(now.Sub(lastOut)))
 			}
 			lastOut = now
-			if fl&device.OutputUnderflow != 0 {
+			if fl&portaudio.OutputUnderflow != 0 {
 				outUnderflows.Add(1)
 			}
 		})
@@ -151,8 +151,8 @@ func TestLoopThroughSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	captured := make(chan []float32, 1024)
-	in, err := h.OpenInput(device.StreamConfig{Device: inDev, SampleRate: rate, Channels: 1, Latency: 100 * time.Millisecond},
-		func(buf []float32, frames int, _ device.Timing, _ device.Flags) {
+	in, err := h.OpenInput(portaudio.StreamConfig{Device: inDev, SampleRate: rate, Channels: 1, Latency: 100 * time.Millisecond},
+		func(buf []float32, frames int, _ portaudio.Timing, _ portaudio.Flags) {
 			select {
 			case captured <- append([]float32(nil), buf...): // a test may allocate here
 			default:
@@ -189,7 +189,7 @@ func TestLoopThroughSink(t *testing.T) {
 	if err := in.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []*device.Stream{in, out} {
+	for _, s := range []*portaudio.Stream{in, out} {
 		select {
 		case <-s.Finished():
 		case <-time.After(5 * time.Second):
@@ -238,16 +238,16 @@ func TestLoopThroughSink(t *testing.T) {
 // within its bound; what PortAudio can do after that is
 // TestStuckStreamLeavesPortAudioUsable's part.
 func TestServerDeath(t *testing.T) {
-	for _, dir := range []device.Direction{device.Input, device.Output} {
+	for _, dir := range []portaudio.Direction{portaudio.Input, portaudio.Output} {
 		t.Run(dir.String(), func(t *testing.T) {
 			srv, _ := withSink(t)
-			h, err := device.Open(device.Options{})
+			h, err := portaudio.Open(portaudio.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			libpulseDeadlock := false
 			t.Cleanup(func() {
-				if err := h.Close(); err != nil && !(libpulseDeadlock && errors.Is(err, device.ErrStuck)) {
+				if err := h.Close(); err != nil && !(libpulseDeadlock && errors.Is(err, portaudio.ErrStuck)) {
 					t.Error(err)
 				}
 			})
@@ -256,12 +256,12 @@ func TestServerDeath(t *testing.T) {
 				t.Fatal(err)
 			}
 			var calls atomic.Int64
-			var s *device.Stream
-			cfg := device.StreamConfig{Device: d, Latency: 20 * time.Millisecond}
-			if dir == device.Input {
-				s, err = h.OpenInput(cfg, func([]float32, int, device.Timing, device.Flags) { calls.Add(1) })
+			var s *portaudio.Stream
+			cfg := portaudio.StreamConfig{Device: d, Latency: 20 * time.Millisecond}
+			if dir == portaudio.Input {
+				s, err = h.OpenInput(cfg, func([]float32, int, portaudio.Timing, portaudio.Flags) { calls.Add(1) })
 			} else {
-				s, err = h.OpenOutput(cfg, func(b []float32, _ int, _ device.Timing, _ device.Flags) {
+				s, err = h.OpenOutput(cfg, func(b []float32, _ int, _ portaudio.Timing, _ portaudio.Flags) {
 					clear(b)
 					calls.Add(1)
 				})
@@ -287,7 +287,7 @@ func TestServerDeath(t *testing.T) {
 			}
 			began := time.Now()
 			err = s.Close()
-			if dir == device.Input && !finished && errors.Is(err, device.ErrStuck) {
+			if dir == portaudio.Input && !finished && errors.Is(err, portaudio.ErrStuck) {
 				// The deadlock's signature: the callback thread never returned, so the
 				// stream neither finished nor could be ended.
 				libpulseDeadlock = true
@@ -297,7 +297,7 @@ func TestServerDeath(t *testing.T) {
 			if !finished {
 				t.Fatal("stream still running 5 s after the server died")
 			}
-			if !errors.Is(s.Err(), device.ErrStreamFailed) {
+			if !errors.Is(s.Err(), portaudio.ErrStreamFailed) {
 				t.Fatalf("Err() = %v, want ErrStreamFailed", s.Err())
 			}
 			if err != nil {
@@ -313,17 +313,17 @@ func TestServerDeath(t *testing.T) {
 // Host opens and plays while the stuck end still waits.
 func TestStuckStreamLeavesPortAudioUsable(t *testing.T) {
 	withSink(t)
-	stuckHost, err := device.Open(device.Options{})
+	stuckHost, err := portaudio.Open(portaudio.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := stuckHost.Find("pulse", device.Output)
+	d, err := stuckHost.Find("pulse", portaudio.Output)
 	if err != nil {
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
 	var calls atomic.Int64
-	stuck, err := stuckHost.OpenOutput(device.StreamConfig{Device: d}, func(b []float32, _ int, _ device.Timing, _ device.Flags) {
+	stuck, err := stuckHost.OpenOutput(portaudio.StreamConfig{Device: d}, func(b []float32, _ int, _ portaudio.Timing, _ portaudio.Flags) {
 		clear(b)
 		if calls.Add(1) == 3 {
 			<-release // breaks InputFunc's rules on purpose
@@ -339,7 +339,7 @@ func TestStuckStreamLeavesPortAudioUsable(t *testing.T) {
 	if err := awaitCallbacks(&calls, 3); err != nil {
 		t.Fatal(err)
 	}
-	if err := stuck.Close(); !errors.Is(err, device.ErrStuck) {
+	if err := stuck.Close(); !errors.Is(err, portaudio.ErrStuck) {
 		t.Fatalf("Close of a stream whose callback never returns: %v, want ErrStuck", err)
 	}
 	select {
@@ -350,20 +350,20 @@ func TestStuckStreamLeavesPortAudioUsable(t *testing.T) {
 	if stuck.Active() {
 		t.Fatal("a given-up stream reports itself active")
 	}
-	if err := stuckHost.Close(); !errors.Is(err, device.ErrStuck) {
+	if err := stuckHost.Close(); !errors.Is(err, portaudio.ErrStuck) {
 		t.Fatalf("Host.Close with a stuck stream: %v, want ErrStuck (PortAudio left initialised)", err)
 	}
 
 	opened := make(chan error, 1)
 	var played atomic.Int64
 	go func() {
-		h, err := device.Open(device.Options{})
+		h, err := portaudio.Open(portaudio.Options{})
 		if err != nil {
 			opened <- err
 			return
 		}
 		defer h.Close()
-		s, err := h.OpenOutput(device.StreamConfig{Device: d}, func(b []float32, _ int, _ device.Timing, _ device.Flags) {
+		s, err := h.OpenOutput(portaudio.StreamConfig{Device: d}, func(b []float32, _ int, _ portaudio.Timing, _ portaudio.Flags) {
 			clear(b)
 			played.Add(1)
 		})
@@ -396,8 +396,8 @@ func TestStuckStreamLeavesPortAudioUsable(t *testing.T) {
 func TestFrozenServerOpen(t *testing.T) {
 	if os.Getenv("PARLEY_DEVICE_FROZEN") != "" {
 		began := time.Now()
-		_, err := device.Open(device.Options{})
-		if !errors.Is(err, device.ErrStuck) {
+		_, err := portaudio.Open(portaudio.Options{})
+		if !errors.Is(err, portaudio.ErrStuck) {
 			t.Fatalf("Open with the sound server frozen: %v after %v, want ErrStuck", err, time.Since(began).Round(time.Millisecond))
 		}
 		t.Logf("%v after %v", err, time.Since(began).Round(time.Millisecond))
@@ -424,11 +424,11 @@ func TestFrozenServerOpen(t *testing.T) {
 	}
 	thaw()
 	h := openHost(t)
-	d, err := h.Find("pulse", device.Output)
+	d, err := h.Find("pulse", portaudio.Output)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := h.OpenOutput(device.StreamConfig{Device: d}, func(b []float32, _ int, _ device.Timing, _ device.Flags) { clear(b) })
+	s, err := h.OpenOutput(portaudio.StreamConfig{Device: d}, func(b []float32, _ int, _ portaudio.Timing, _ portaudio.Flags) { clear(b) })
 	if err != nil {
 		t.Fatalf("opening a stream once the server answers again: %v", err)
 	}
@@ -442,11 +442,11 @@ func TestFrozenServerOpen(t *testing.T) {
 func TestCallbackPanic(t *testing.T) {
 	withSink(t)
 	h := openHost(t)
-	d, err := h.Find("pulse", device.Output)
+	d, err := h.Find("pulse", portaudio.Output)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := h.OpenOutput(device.StreamConfig{Device: d}, func([]float32, int, device.Timing, device.Flags) { panic("boom") })
+	s, err := h.OpenOutput(portaudio.StreamConfig{Device: d}, func([]float32, int, portaudio.Timing, portaudio.Flags) { panic("boom") })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +458,7 @@ func TestCallbackPanic(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("stream with a panicking callback did not finish")
 	}
-	if err := s.Err(); !errors.Is(err, device.ErrStreamFailed) || !strings.Contains(err.Error(), "boom") {
+	if err := s.Err(); !errors.Is(err, portaudio.ErrStreamFailed) || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("Err() = %v", err)
 	}
 	// Host.Close closes the stream.
@@ -468,7 +468,7 @@ func TestCallbackPanic(t *testing.T) {
 // and JACK print nothing unless Verbose asks for their messages.
 func TestQuietProbing(t *testing.T) {
 	if os.Getenv("PARLEY_DEVICE_PROBE") != "" {
-		h, err := device.Open(device.Options{Verbose: os.Getenv("PARLEY_DEVICE_PROBE") == "verbose"})
+		h, err := portaudio.Open(portaudio.Options{Verbose: os.Getenv("PARLEY_DEVICE_PROBE") == "verbose"})
 		if err != nil {
 			t.Fatal(err)
 		}

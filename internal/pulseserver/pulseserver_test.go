@@ -1,4 +1,4 @@
-package pulsetest_test
+package pulseserver_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/internal/pulseserver"
 	"github.com/parley-voice/parley/internal/pulsetest"
 	"github.com/parley-voice/parley/internal/testenv"
 )
@@ -19,7 +20,7 @@ import (
 func TestPlayRecord(t *testing.T) {
 	srv := pulsetest.New(t)
 	ctx := context.Background()
-	sink := srv.NullSink(t, "parley_test", pulsetest.SinkOptions{Rate: 48000, Channels: 2})
+	sink := srv.NullSink(t, "parley_test", pulseserver.SinkOptions{Rate: 48000, Channels: 2})
 	if got := os.Getenv("PULSE_SERVER"); got != srv.Address() {
 		t.Fatalf("PULSE_SERVER = %q, want %q", got, srv.Address())
 	}
@@ -41,7 +42,7 @@ func TestPlayRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	recPath := filepath.Join(dir, "rec.wav")
-	rec, err := srv.Record(ctx, sink.Monitor, recPath, pulsetest.RecordOptions{Rate: 16000})
+	rec, err := srv.Record(ctx, sink.Monitor, recPath, pulseserver.RecordOptions{Rate: 16000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,9 +91,9 @@ func TestKill(t *testing.T) {
 
 // TestStartWithoutTestHelper starts a server the way non-test code does.
 func TestStartWithoutTestHelper(t *testing.T) {
-	srv, err := pulsetest.Start(context.Background(), t.TempDir(), pulsetest.Options{})
+	srv, err := pulseserver.Start(context.Background(), t.TempDir(), pulseserver.Options{})
 	if err != nil {
-		if errors.Is(err, pulsetest.ErrNotInstalled) {
+		if errors.Is(err, pulseserver.ErrNotInstalled) {
 			testenv.Missing(t, "pulseaudio", testenv.EnvFix)
 		}
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func TestStartWithoutTestHelper(t *testing.T) {
 	if got := os.Getenv("PULSE_SERVER"); got != srv.Address() {
 		t.Fatalf("PULSE_SERVER = %q after ApplyEnv", got)
 	}
-	if _, err := srv.LoadNullSink(context.Background(), "x", pulsetest.SinkOptions{}); err != nil {
+	if _, err := srv.LoadNullSink(context.Background(), "x", pulseserver.SinkOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Close(); err != nil {

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-voice/parley/internal/pulsetest"
+	"github.com/parley-voice/parley/internal/pulseserver"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/pipeline"
@@ -27,7 +27,6 @@ func TestLiveBenchScenario(t *testing.T) {
 	testenv.SharedFile(t, "models/ggml-silero-v6.2.0.bin")
 	testenv.Command(t, "pocketsphinx", testenv.EnvFix) // stands for the en-us model
 	root := testenv.ModuleRoot(t)
-	defer routeNativeLogs(zap.NewNop())() // the libraries' own lines off
 	cfg, err := pipeline.Load(filepath.Join(root, "configs", "demo.yaml"), pipeline.Default(userdirs.Paths{Models: t.TempDir(), Sessions: t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
@@ -40,8 +39,8 @@ func TestLiveBenchScenario(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	bench, err := startLiveBench(ctx, t.TempDir(), zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
-	if errors.Is(err, pulsetest.ErrNotInstalled) {
+	bench, err := StartLive(ctx, t.TempDir(), zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
+	if errors.Is(err, pulseserver.ErrNotInstalled) {
 		testenv.Missing(t, "pulseaudio", testenv.EnvFix)
 	}
 	if err != nil {
