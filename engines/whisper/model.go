@@ -1,6 +1,7 @@
 package whisper
 
 /*
+#include <math.h>
 #include <stdlib.h>
 #include <whisper.h>
 
@@ -17,6 +18,35 @@ static void parley_whisper_set_abort(struct whisper_full_params *p, int *flag) {
 
 static void parley_whisper_flag(int *flag, int v) {
 	__atomic_store_n(flag, v, __ATOMIC_RELAXED);
+}
+
+// A decode of exactly *want text tokens: the end of text is suppressed until that many
+// were decoded, then it is the only token left, and special tokens never come.
+static void parley_whisper_text_tokens(struct whisper_context *ctx, struct whisper_state *state,
+		const whisper_token_data *tokens, int n_tokens, float *logits, void *want) {
+	(void)state; (void)tokens;
+	const int eot = whisper_token_eot(ctx), n_vocab = whisper_n_vocab(ctx);
+	if (n_tokens >= *(int *)want) {
+		for (int i = 0; i < n_vocab; i++) {
+			logits[i] = i == eot ? 0.0f : -INFINITY;
+		}
+		return;
+	}
+	for (int i = eot; i < n_vocab; i++) {
+		logits[i] = -INFINITY;
+	}
+}
+
+// Random weights fail every quality check: a real model's decode passes them on its
+// first try, so neither the temperature fallback nor the silence check may run again
+// or drop what was decoded.
+static void parley_whisper_set_text_tokens(struct whisper_full_params *p, int *want) {
+	p->logits_filter_callback = parley_whisper_text_tokens;
+	p->logits_filter_callback_user_data = want;
+	p->no_timestamps = true;
+	p->logprob_thold = -INFINITY;
+	p->entropy_thold = -INFINITY;
+	p->no_speech_thold = 2.0f;
 }
 */
 import "C"
@@ -132,6 +162,11 @@ type DecodeParams struct {
 	// decodes of a few seconds get much faster, at some loss of accuracy. Zero keeps
 	// the full 30 s window.
 	AudioContext int
+	// TextTokens, when positive, makes the decode produce exactly that many text tokens
+	// (and no timestamps), whatever the model prefers, in one try (no fallback, no
+	// silence check): a model of a real one's shape with random weights then costs what
+	// the real one costs for a transcript of that length (agent bench --realistic).
+	TextTokens int
 }
 
 // AudioContextFor returns an AudioContext that covers n samples plus a margin, for
@@ -248,6 +283,12 @@ func (d *Decoder) Decode(ctx context.Context, samples []float32, p DecodeParams)
 		cprompt := C.CString(p.InitialPrompt)
 		defer C.free(unsafe.Pointer(cprompt))
 		wp.initial_prompt = cprompt
+	}
+	if p.TextTokens > 0 {
+		want := (*C.int)(C.malloc(C.size_t(unsafe.Sizeof(C.int(0)))))
+		defer C.free(unsafe.Pointer(want))
+		*want = C.int(p.TextTokens)
+		C.parley_whisper_set_text_tokens(&wp, want)
 	}
 	// The abort flag is C memory, one per decode: libwhisper keeps its address for the
 	// whole call, and a cancellation that fires late must not touch the next decode.

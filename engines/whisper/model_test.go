@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-voice/parley/internal/shapemodels"
 	"github.com/parley-voice/parley/internal/testenv"
 )
 
@@ -137,6 +138,52 @@ func TestKnownLanguage(t *testing.T) {
 	for code, want := range map[string]bool{"en": true, "de": true, "fr": true, "xx": false, "auto": false, "": false, "e\x00n": false, "english": true} {
 		if got := KnownLanguage(code); got != want {
 			t.Errorf("KnownLanguage(%q) = %v, want %v", code, got, want)
+		}
+	}
+}
+
+// TestDecodeTextTokens: a decode asked for a number of text tokens produces exactly that
+// many, and nothing special, with a model of tiny.en's shape and random weights, which on
+// its own produces nonsense of any length: what the realistic bench relies on to give
+// such a model the decoding cost of a real transcript.
+func TestDecodeTextTokens(t *testing.T) {
+	loadBackends(t)
+	path, err := shapemodels.Ensure(context.Background(), shapemodels.WhisperTinyEn)
+	if err != nil {
+		testenv.Missing(t, "the whisper tiny.en shape ("+err.Error()+")", "scripts/shape-models builds it")
+	}
+	m, err := LoadModel(path, ModelParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	d, err := m.NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	samples := speechFiles(t)["jfk.wav"]
+	if samples == nil {
+		testenv.Missing(t, "jfk.wav", "the shared/audio folder should hold it")
+	}
+	for _, p := range []DecodeParams{
+		{Threads: 2, SingleSegment: true, TokenTimestamps: true, NoFallback: true, TextTokens: 7, AudioContext: AudioContextFor(2 * SampleRate)},
+		{Threads: 2, SingleSegment: true, BeamSize: 2, TextTokens: 3},
+	} {
+		segs, err := d.Decode(context.Background(), samples[:2*SampleRate], p)
+		if err != nil {
+			t.Fatalf("%+v: %v", p, err)
+		}
+		text := 0
+		for _, s := range segs {
+			for _, tok := range s.Tokens {
+				if !tok.Special {
+					text++
+				}
+			}
+		}
+		if text != p.TextTokens {
+			t.Errorf("%+v: %d text tokens in %+v, want %d", p, text, segs, p.TextTokens)
 		}
 	}
 }
