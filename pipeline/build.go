@@ -341,17 +341,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 
 	predictive := cfg.Pipeline == Predictive
 	vadCfg, asrCfg := cfg.VAD, cfg.ASR
-	var turnEnd *turnend.Module
 	if predictive {
-		policy, err := cfg.EndOfTurn.NewPolicy(cfg.VAD.EndOfTurn)
-		if err != nil {
-			return fail(fmt.Errorf("end_of_turn: %w", err))
-		}
-		turnEnd = turnend.New(NameTurnEnd, policy, cfg.EndOfTurn.Waits())
-		// The VAD's own end of turn is the policy's fallback: it must not come before
-		// the longest wait the policy may choose.
-		vadCfg.EndOfTurn = max(vadCfg.EndOfTurn, cfg.EndOfTurn.LongestHold()+300*time.Millisecond)
-		asrCfg.EndOfTurnFrom = NameTurnEnd
 		// The reply is prepared for the recogniser's words at the user's pause: all of
 		// them, the last ones not yet confirmed by local agreement too, and the final
 		// decode's words as soon as it is done. That decode starts once its trailing
@@ -377,6 +367,16 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	a.closers = append(a.closers, closeVAD)
 	a.vad = vadMod
+	// The end-of-turn policy: the one source of the user's ends of turn. The baselines
+	// end a turn after the VAD's end_of_turn of silence, as the VAD hears it.
+	policy, waits := turnend.Policy(turnend.Silence{After: vadMod.HeardSilence(cfg.VAD.EndOfTurn)}), turnend.Waits{}
+	if predictive {
+		if policy, err = cfg.EndOfTurn.NewPolicy(cfg.VAD.EndOfTurn); err != nil {
+			return fail(fmt.Errorf("end_of_turn: %w", err))
+		}
+		waits = cfg.EndOfTurn.Waits()
+	}
+	turnEnd := turnend.New(NameTurnEnd, policy, waits)
 	asrCfg.Whisper.Threads = cfg.Threads().Whisper
 	asrMod, closeASR, err := openASR(NameASR, asrCfg)
 	if err != nil {
@@ -417,15 +417,12 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	llmCfg.Prefill = predictive
 	llmMod := llm.NewModule(NameLLM, eng.LLM, store, llmCfg)
 	mgrOpts := manager.Options{Turns: cfg.TurnTaking, Origin: clk.Now()}
-	if predictive {
-		mgrOpts.EndOfTurnFrom = NameTurnEnd
-	}
 	mgr := manager.New(NameManager, store, mgrOpts)
 	a.Manager = mgr
 	a.Origin = mgrOpts.Origin
 	a.speaker = io.Speaker
 	_, virtual := clk.(clock.Scheduler)
-	a.Latencies = latency.New(latency.Options{LLM: NameLLM, Origin: mgrOpts.Origin, OnTurn: io.OnMetrics,
+	a.Latencies = latency.New(latency.Options{Origin: mgrOpts.Origin, OnTurn: io.OnMetrics,
 		VirtualClock: virtual, Logger: log.Named(nameMetrics)})
 
 	opts := []iu.Option{iu.WithClock(clk), iu.WithLogger(log), iu.WithObserver(a.Latencies)}
@@ -441,7 +438,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	net := iu.NewNetwork(opts...)
 	a.Network = net
-	mods := []iu.Module{io.Input, vadMod, asrMod, mgr, llmMod, ttsMod, io.Speaker}
+	mods := []iu.Module{io.Input, vadMod, turnEnd, asrMod, mgr, llmMod, ttsMod, io.Speaker}
 	// The microphone's path: the input, through the simulated laptop and the echo
 	// canceller when there are, to the VAD and the recogniser.
 	mic := NameInput
@@ -473,9 +470,6 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		mods = append(mods, hold.New(NameHold))
 		toTTS = NameHold
 	}
-	if turnEnd != nil {
-		mods = append(mods, turnEnd)
-	}
 	if overlapMod != nil {
 		mods = append(mods, overlapMod)
 	}
@@ -503,14 +497,15 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		// it is; the VAD says when the agent was audible) for the manager's barge-in decisions.
 		links = append(links, [2]string{mic, NameOverlap}, [2]string{NameVAD, NameOverlap}, [2]string{NameOverlap, NameManager})
 	}
-	if turnEnd != nil {
-		// The end-of-turn policy hears the stream's position, the VAD, the words, the
-		// LLM's estimate and the manager's interrupts, and ends the turn for the
-		// recogniser and the manager; the LLM reads the words as they come.
-		links = append(links,
-			[2]string{mic, NameTurnEnd}, [2]string{NameVAD, NameTurnEnd}, [2]string{NameASR, NameTurnEnd},
-			[2]string{NameLLM, NameTurnEnd}, [2]string{NameManager, NameTurnEnd}, [2]string{NameTurnEnd, NameASR}, [2]string{NameTurnEnd, NameManager},
-			[2]string{NameASR, NameLLM})
+	// The end-of-turn policy hears the stream's position, the VAD, the words, the LLM's
+	// estimate and the manager's interrupts, and ends the turn for the recogniser and the
+	// manager.
+	links = append(links,
+		[2]string{mic, NameTurnEnd}, [2]string{NameVAD, NameTurnEnd}, [2]string{NameASR, NameTurnEnd},
+		[2]string{NameLLM, NameTurnEnd}, [2]string{NameManager, NameTurnEnd}, [2]string{NameTurnEnd, NameASR}, [2]string{NameTurnEnd, NameManager})
+	if predictive {
+		// The LLM reads the words as they come.
+		links = append(links, [2]string{NameASR, NameLLM})
 	}
 	if io.Console != nil {
 		// The agent's words come from the manager (its agent-turn IUs), not from the speaker.

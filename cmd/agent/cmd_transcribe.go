@@ -18,6 +18,7 @@ import (
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/source"
+	"github.com/parley-voice/parley/modules/turnend"
 	"github.com/parley-voice/parley/modules/vad"
 	"github.com/parley-voice/parley/modules/vad/silero"
 	"github.com/parley-voice/parley/pipeline"
@@ -157,8 +158,10 @@ func (h *hearing) Close() error {
 	return errors.Join(errs...)
 }
 
-// run plays path through source → vad (→ asr when the engine is open) and hands
-// every update the last module sends to sink, on sink's own goroutine.
+// run plays path through source → vad → turn-end (→ asr when the engine is open) and
+// hands every update the recogniser sends to sink, on sink's own goroutine (without a
+// recogniser, every update of the VAD and the turn-end module). The turn ends after the
+// VAD's end_of_turn of silence, as in the incremental pipeline.
 func (h *hearing) run(ctx context.Context, path string, sink func(at time.Duration, up iu.Update) error) error {
 	var clk clock.Clock = clock.Real{}
 	if !h.flags.realtime {
@@ -177,9 +180,13 @@ func (h *hearing) run(ctx context.Context, path string, sink func(at time.Durati
 	if err != nil {
 		return err
 	}
-	last := iu.Module(v)
-	mods := []iu.Module{src, v}
+	te := turnend.New(pipeline.NameTurnEnd, turnend.Silence{After: v.HeardSilence(h.flags.vadCfg.EndOfTurn)}, turnend.Waits{})
+	mods := []iu.Module{src, v, te}
+	// Every module hears the VAD before the turn-end module does, so that what the VAD
+	// sent comes before the end of turn it leads to (at the end of the stream, a segment
+	// and its turn end at once).
 	links := [][2]string{{pipeline.NameInput, pipeline.NameVAD}}
+	heard := []string{pipeline.NameVAD, pipeline.NameTurnEnd}
 	if h.engine != nil {
 		a, err := asr.New(pipeline.NameASR, h.flags.asrCfg, h.engine)
 		if err != nil {
@@ -187,7 +194,7 @@ func (h *hearing) run(ctx context.Context, path string, sink func(at time.Durati
 		}
 		mods = append(mods, a)
 		links = append(links, [2]string{pipeline.NameInput, pipeline.NameASR}, [2]string{pipeline.NameVAD, pipeline.NameASR})
-		last = a
+		heard = []string{pipeline.NameASR}
 	}
 	out := iu.ModuleFunc{ModuleName: pipeline.NameConsole, Fn: func(ctx context.Context, p *iu.Ports) error {
 		start := p.Now()
@@ -209,7 +216,13 @@ func (h *hearing) run(ctx context.Context, path string, sink func(at time.Durati
 		}
 	}}
 	mods = append(mods, out)
-	links = append(links, [2]string{last.Name(), out.Name()})
+	for _, from := range heard {
+		links = append(links, [2]string{from, out.Name()})
+	}
+	links = append(links, [2]string{pipeline.NameInput, pipeline.NameTurnEnd}, [2]string{pipeline.NameVAD, pipeline.NameTurnEnd})
+	if h.engine != nil {
+		links = append(links, [2]string{pipeline.NameTurnEnd, pipeline.NameASR})
+	}
 	if err := net.Add(mods...); err != nil {
 		return err
 	}
