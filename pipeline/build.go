@@ -339,38 +339,21 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	a.Store = store
 	a.closers = append(a.closers, store.Close)
 
-	predictive := cfg.Pipeline == Predictive
-	vadCfg, asrCfg := cfg.VAD, cfg.ASR
-	if predictive {
-		// The reply is prepared for the recogniser's words at the user's pause: all of
-		// them, the last ones not yet confirmed by local agreement too, and the final
-		// decode's words as soon as it is done. That decode starts once its trailing
-		// audio is in after the VAD's pause, not only at the segment's end (the merge
-		// gap): pocketsphinx's own finals (once it adapted) after a tentative pause
-		// already, with the silence MinSilence covers after the padded end (their word
-		// error rate is the same with 0, 30, 70, 170 or 300 ms: agent wer -mode stream
-		// -trailing; less than 70 ms flips the demo's "lamp" to "lamb"), the final pass at
-		// the sure pause with MergeGap − pad (shorter ones flip "what time is it" to
-		// "what time as").
-		asrCfg.EarlyFinal = true
-		asrCfg.EmitUnstable = true
-		asrCfg.SpeculateAtPause = true
-		asrCfg.Trailing = min(asrCfg.Trailing, vadCfg.MergeGap-vadCfg.SpeechPad)
-		asrCfg.PeekTrailing = min(asrCfg.Trailing, max(vadCfg.MinSilence-vadCfg.SpeechPad, 0))
-	}
-	vadMod, closeVAD, err := openVAD(NameVAD, vadCfg)
+	// What the pipeline makes of the configuration (pipelineSettings says all of it).
+	run := pipelineSettings(cfg)
+	cfg, asrCfg := run.Config, run.asr
+	vadMod, closeVAD, err := openVAD(NameVAD, cfg.VAD)
 	if err != nil {
-		if _, statErr := os.Stat(vadCfg.Model); statErr != nil {
-			return fail(fmt.Errorf("vad: %w (fix: %s, or set vad.model)", err, pullFix(vadCfg.Model)))
+		if _, statErr := os.Stat(cfg.VAD.Model); statErr != nil {
+			return fail(fmt.Errorf("vad: %w (fix: %s, or set vad.model)", err, pullFix(cfg.VAD.Model)))
 		}
 		return fail(fmt.Errorf("vad: %w", err))
 	}
 	a.closers = append(a.closers, closeVAD)
 	a.vad = vadMod
-	// The end-of-turn policy: the one source of the user's ends of turn. The baselines
-	// end a turn after the VAD's end_of_turn of silence, as the VAD hears it.
+	// The end-of-turn policy: the one source of the user's ends of turn.
 	policy, waits := turnend.Policy(turnend.Silence{After: vadMod.HeardSilence(cfg.VAD.EndOfTurn)}), turnend.Waits{}
-	if predictive {
+	if run.predictTurnEnd {
 		if policy, err = cfg.EndOfTurn.NewPolicy(cfg.VAD.EndOfTurn); err != nil {
 			return fail(fmt.Errorf("end_of_turn: %w", err))
 		}
@@ -414,7 +397,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	llmCfg.Clauses.MaxWords = cfg.LLM.ClauseMaxWords
 	llmCfg.Clauses.FirstMaxWords = cfg.LLM.FirstClauseMaxWords
-	llmCfg.Prefill = predictive
+	llmCfg.Prefill = run.prefill
 	llmMod := llm.NewModule(NameLLM, eng.LLM, store, llmCfg)
 	mgrOpts := manager.Options{Turns: cfg.TurnTaking, Origin: clk.Now()}
 	mgr := manager.New(NameManager, store, mgrOpts)
@@ -503,7 +486,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	links = append(links,
 		[2]string{mic, NameTurnEnd}, [2]string{NameVAD, NameTurnEnd}, [2]string{NameASR, NameTurnEnd},
 		[2]string{NameLLM, NameTurnEnd}, [2]string{NameManager, NameTurnEnd}, [2]string{NameTurnEnd, NameASR}, [2]string{NameTurnEnd, NameManager})
-	if predictive {
+	if run.prefill {
 		// The LLM reads the words as they come.
 		links = append(links, [2]string{NameASR, NameLLM})
 	}

@@ -375,7 +375,7 @@ func (c Config) Validate() error {
 	default:
 		add("pipeline", fmt.Errorf("%q (want %s)", c.Pipeline, strings.Join(Pipelines, ", ")))
 	}
-	if c.Pipeline == Predictive {
+	if pipelineSettings(c).predictTurnEnd {
 		add("end_of_turn", c.EndOfTurn.Validate())
 	}
 	if c.TurnTaking.Prepare.After < 0 {
@@ -459,27 +459,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 	}
 	return nil
-}
-
-// WithPipeline returns cfg changed to run pipeline name (see Predictive, Incremental and
-// TurnBased); the baselines turn off what they do not have.
-func WithPipeline(cfg Config, name string) Config {
-	cfg.Pipeline = name
-	switch name {
-	case Incremental:
-		cfg.TurnTaking.Prepare.After = 0
-	case TurnBased:
-		cfg.TurnTaking.Prepare.After = 0
-		cfg.LLM.StreamClauses = false
-		cfg.ASR.Hop = 24 * time.Hour // no partial hypotheses: one decode at the end of the turn
-		cfg.ASR.Speculative = false  // and not before it
-		cfg.TurnTaking.BargeIn.MinWords = 0
-		// The classic barge-in: the agent pauses at the user's first sound and stops
-		// after the minimum duration, whatever the sound was.
-		cfg.TurnTaking.BargeIn.Hold = turntaking.HoldPause
-		cfg.Overlap.Enabled = false
-	}
-	return cfg
 }
 
 // defaultOverlap returns the overlap module's defaults, on.
