@@ -136,54 +136,65 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	eng, err := FindEngine(KeyLLMEngine, cfg.LLM.Engine)
+	if err != nil {
+		return nil, fmt.Errorf("llm: %w", err)
+	}
+	return eng.openLLM(cfg, log)
+}
+
+// loadLlama loads the llama engine: llama.cpp in this process.
+func loadLlama(cfg Config, log *zap.Logger) (*Engines, error) {
 	e := &Engines{}
-	switch cfg.LLM.Engine {
-	case "llama":
-		model, err := llama.LoadModel(cfg.LLM.Model, llama.ModelParams{UseMmap: true})
-		if err != nil {
-			return nil, fmt.Errorf("llm: %w (fix: %s, or set llm.model)", err, pullFix(cfg.LLM.Model))
-		}
-		e.closers = append(e.closers, model.Close)
-		plan := cfg.Threads()
-		cp := llama.ContextParams{NCtx: cfg.LLM.Context, Threads: plan.LLM, ThreadsBatch: plan.LLMBatch}
-		eng, err := llamacpp.New(model, llamacpp.Config{Context: cp})
+	model, err := llama.LoadModel(cfg.LLM.Model, llama.ModelParams{UseMmap: true})
+	if err != nil {
+		return nil, fmt.Errorf("llm: %w (fix: %s, or set llm.model)", err, pullFix(cfg.LLM.Model))
+	}
+	e.closers = append(e.closers, model.Close)
+	plan := cfg.Threads()
+	cp := llama.ContextParams{NCtx: cfg.LLM.Context, Threads: plan.LLM, ThreadsBatch: plan.LLMBatch}
+	eng, err := llamacpp.New(model, llamacpp.Config{Context: cp})
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.closers = append(e.closers, eng.Close)
+	e.LLM = eng
+	e.Tokenizer = model
+	e.Context = cfg.LLM.Context
+	if e.Context == 0 {
+		e.Context = min(model.ContextTrainSize(), llamacpp.DefaultMaxContext)
+	}
+	log.Info("LLM loaded", zap.String("model", cfg.LLM.Model), zap.String("description", model.Description()),
+		zap.Int("context", e.Context), zap.Int("threads", plan.LLM), zap.Int("threads_batch", plan.LLMBatch))
+	if needsSummarizer(cfg) {
+		// Summaries run beside replies, so they get their own context on the same weights.
+		sum, err := llamacpp.New(model, llamacpp.Config{Context: cp})
 		if err != nil {
 			e.Close()
 			return nil, err
 		}
-		e.closers = append(e.closers, eng.Close)
-		e.LLM = eng
-		e.Tokenizer = model
-		e.Context = cfg.LLM.Context
-		if e.Context == 0 {
-			e.Context = min(model.ContextTrainSize(), llamacpp.DefaultMaxContext)
-		}
-		log.Info("LLM loaded", zap.String("model", cfg.LLM.Model), zap.String("description", model.Description()),
-			zap.Int("context", e.Context), zap.Int("threads", plan.LLM), zap.Int("threads_batch", plan.LLMBatch))
-		if needsSummarizer(cfg) {
-			// Summaries run beside replies, so they get their own context on the same weights.
-			sum, err := llamacpp.New(model, llamacpp.Config{Context: cp})
-			if err != nil {
-				e.Close()
-				return nil, err
-			}
-			e.closers = append(e.closers, sum.Close)
-			e.Summarizer = summarizer(sum, cfg)
-		}
-	case "http":
-		eng, err := llm.NewHTTPEngine(llm.HTTPConfig{URL: cfg.LLM.URL, Model: cfg.LLM.ServerModel, Mode: cfg.LLM.Mode, APIKeyEnv: cfg.LLM.APIKeyEnv,
-			Timeout: cfg.LLM.Timeout})
-		if err != nil {
-			return nil, err
-		}
-		e.closers = append(e.closers, eng.Close)
-		e.LLM = eng
-		e.Tokenizer = eng.Tokenizer()
-		e.Context = serverContext(eng, cfg.LLM.Context, log)
-		log.Info("LLM server", zap.Stringer("engine", eng), zap.Int("context", e.Context))
-		if needsSummarizer(cfg) {
-			e.Summarizer = summarizer(eng, cfg)
-		}
+		e.closers = append(e.closers, sum.Close)
+		e.Summarizer = summarizer(sum, cfg)
+	}
+	return e, nil
+}
+
+// loadHTTP opens the http engine: an OpenAI-compatible server.
+func loadHTTP(cfg Config, log *zap.Logger) (*Engines, error) {
+	e := &Engines{}
+	eng, err := llm.NewHTTPEngine(llm.HTTPConfig{URL: cfg.LLM.URL, Model: cfg.LLM.ServerModel, Mode: cfg.LLM.Mode, APIKeyEnv: cfg.LLM.APIKeyEnv,
+		Timeout: cfg.LLM.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	e.closers = append(e.closers, eng.Close)
+	e.LLM = eng
+	e.Tokenizer = eng.Tokenizer()
+	e.Context = serverContext(eng, cfg.LLM.Context, log)
+	log.Info("LLM server", zap.Stringer("engine", eng), zap.Int("context", e.Context))
+	if needsSummarizer(cfg) {
+		e.Summarizer = summarizer(eng, cfg)
 	}
 	return e, nil
 }

@@ -89,8 +89,8 @@ type AudioConfig struct {
 	// replays when the scenario simulates a laptop (its echo: block). 'agent doctor'
 	// says what auto decides and why.
 	EchoCancel string `yaml:"echo_cancel"`
-	// EchoEngine is the canceller: webrtc (WebRTC's AEC3, the default) or speex
-	// (speexdsp; a fallback that converges more slowly).
+	// EchoEngine names the canceller (the configuration reference lists the engines;
+	// empty: the default).
 	EchoEngine string `yaml:"echo_engine"`
 }
 
@@ -102,7 +102,8 @@ func (a AudioConfig) EchoCancelMode() aec.Mode {
 
 // LLMConfig chooses and tunes the language model.
 type LLMConfig struct {
-	// Engine is "llama" (llama.cpp in this process) or "http" (an OpenAI-compatible server).
+	// Engine names the LLM engine (the configuration reference lists the engines;
+	// empty: the default).
 	Engine string `yaml:"engine"`
 	// Model is the llama engine's GGUF model: a file, or a name from 'agent models list'
 	// (qwen2.5-0.5b-instruct).
@@ -212,7 +213,7 @@ func Default(paths userdirs.Paths) Config {
 		return filepath.Join(paths.Models, m.File)
 	}
 	a := asr.DefaultConfig()
-	a.Engine = "whisper"
+	a.Engine = EngineWhisper // the recogniser of the catalog's default ASR model
 	a.Whisper.Model = model(modelstore.KindASR)
 	v := vad.DefaultConfig()
 	v.Model = model(modelstore.KindVAD)
@@ -225,7 +226,7 @@ func Default(paths userdirs.Paths) Config {
 		VAD:   v,
 		ASR:   a,
 		LLM: LLMConfig{
-			Engine: "llama", Model: model(modelstore.KindLLM), MaxTokens: 120,
+			Engine: EngineLlama, Model: model(modelstore.KindLLM), MaxTokens: 120,
 			Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05, RepeatPenalty: 1.1, StreamClauses: true,
 			FirstClauseMaxWords: 3,
 		},
@@ -387,23 +388,7 @@ func (c Config) Validate() error {
 	}
 	add("vad", c.VAD.Validate())
 	add("tts", c.TTS.Validate())
-	switch c.ASR.Engine {
-	case "pocketsphinx", "whisper":
-	default:
-		add("asr", fmt.Errorf("engine %q (want pocketsphinx or whisper)", c.ASR.Engine))
-	}
-	switch c.LLM.Engine {
-	case "llama":
-		if c.LLM.Model == "" {
-			add("llm", errors.New("the llama engine needs a model file"))
-		}
-	case "http":
-		if c.LLM.URL == "" {
-			add("llm", errors.New("the http engine needs a url"))
-		}
-	default:
-		add("llm", fmt.Errorf("engine %q (want llama or http)", c.LLM.Engine))
-	}
+	errs = append(errs, validEngines(c)...)
 	if c.Cores < 0 {
 		add("cores", errors.New("must not be negative (0: the machine's logical CPUs)"))
 	}
@@ -446,11 +431,6 @@ func (c Config) Validate() error {
 	}
 	if _, err := aec.ParseMode(c.Audio.EchoCancel); err != nil {
 		add("audio", err)
-	}
-	switch c.Audio.EchoEngine {
-	case "", "webrtc", "speex":
-	default:
-		add("audio", fmt.Errorf("echo_engine %q (want webrtc or speex)", c.Audio.EchoEngine))
 	}
 	if _, err := logging.ParseModuleLevels(""); err != nil {
 		add("logging", err)

@@ -45,6 +45,7 @@ func (h *hearingFlags) register(a *app, fs *flag.FlagSet) {
 	h.vadCfg = vad.DefaultConfig()
 	h.vadCfg.Model = a.paths.ModelFile(vad.DefaultModelFile)
 	h.asrCfg = asr.DefaultConfig()
+	h.asrCfg.Engine = pipeline.DefaultEngine(pipeline.KeyASREngine)
 	if m, ok := modelstore.Builtin().Default(modelstore.KindASR); ok {
 		h.asrCfg.Whisper.Model = filepath.Join(a.paths.Models, m.File)
 	}
@@ -111,8 +112,8 @@ func (h *hearingFlags) validate(withASR bool) error {
 	if err := h.asrCfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if h.asrCfg.Engine != "pocketsphinx" && h.asrCfg.Engine != "whisper" {
-		return usageErrorf("--engine %q: want pocketsphinx or whisper", h.asrCfg.Engine)
+	if _, err := pipeline.FindEngine(pipeline.KeyASREngine, h.asrCfg.Engine); err != nil {
+		return usageErrorf("--%v", err)
 	}
 	return nil
 }
@@ -136,10 +137,12 @@ func openHearing(a *app, f *hearingFlags, withASR bool) (*hearing, error) {
 	if !withASR {
 		return h, nil
 	}
-	if f.asrCfg.Engine == "whisper" {
-		if _, err := os.Stat(f.asrCfg.Whisper.Model); err != nil {
+	// Engines that read a model file: say how to get it rather than fail to load it.
+	eng, _ := pipeline.FindEngine(pipeline.KeyASREngine, f.asrCfg.Engine)
+	for _, n := range eng.Needs(pipeline.Config{ASR: f.asrCfg}) {
+		if _, err := os.Stat(n.Path); n.Model && err != nil {
 			scorer.Close()
-			return nil, fmt.Errorf("whisper model: %w (agent models pull, or --model)", err)
+			return nil, fmt.Errorf("%s model: %w (agent models pull, or --model)", n.What, err)
 		}
 	}
 	if h.engine, err = pipeline.OpenASREngine(f.asrCfg); err != nil {

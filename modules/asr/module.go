@@ -14,7 +14,8 @@ import (
 
 // Config configures the ASR module and its engine.
 type Config struct {
-	// Engine names the recogniser: "pocketsphinx" or "whisper".
+	// Engine names the recogniser (the configuration reference lists the engines;
+	// empty: the default).
 	Engine string `yaml:"engine"`
 	// Hop is how much new audio triggers the next partial hypothesis (0: the engine's
 	// default, DefaultHop). Decodes never overlap: audio that arrives during one waits
@@ -72,11 +73,11 @@ type Config struct {
 	Pocketsphinx PocketsphinxConfig `yaml:"pocketsphinx"`
 }
 
-// DefaultConfig returns the defaults: pocketsphinx (the engine that works without
-// downloads), the engine's hop, LocalAgreement-2 and speculative final decoding.
+// DefaultConfig returns the defaults: the default engine (Engine empty: whoever opens
+// engines by name says which it is), the engine's hop, LocalAgreement-2 and
+// speculative final decoding.
 func DefaultConfig() Config {
 	return Config{
-		Engine:       "pocketsphinx",
 		Agreement:    2,
 		PreRoll:      200 * time.Millisecond,
 		Trailing:     300 * time.Millisecond,
