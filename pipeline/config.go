@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/logging"
@@ -20,6 +21,7 @@ import (
 	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/overlap"
+	"github.com/parley-voice/parley/modules/speaker/portaudio"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/turnend"
 	"github.com/parley-voice/parley/modules/vad"
@@ -76,9 +78,9 @@ type AudioConfig struct {
 	// survive reboots, indices do not); empty means the system default.
 	Input  string `yaml:"input"`
 	Output string `yaml:"output"`
-	// Frame is the duration of the audio IUs (default 20 ms).
+	// Frame is the duration of the audio IUs.
 	Frame time.Duration `yaml:"frame"`
-	// OutputLatency is the speaker's suggested device latency (default 50 ms).
+	// OutputLatency is the speaker's suggested device latency.
 	OutputLatency time.Duration `yaml:"output_latency"`
 	// InputLatency is the microphone's suggested device latency (0: the device's low latency).
 	InputLatency time.Duration `yaml:"input_latency"`
@@ -205,7 +207,7 @@ type SessionConfig struct {
 }
 
 // Default returns the configuration for the real models Parley downloads
-// (`agent models pull`): whisper base.en, Qwen2.5 0.5B Instruct, Silero VAD.
+// (`agent models pull`): the catalog's default models (modelstore).
 func Default(paths userdirs.Paths) Config {
 	cat := modelstore.Builtin()
 	model := func(kind modelstore.Kind) string {
@@ -222,7 +224,7 @@ func Default(paths userdirs.Paths) Config {
 	v.PauseAfter = 32 * time.Millisecond
 	llm, _ := cat.Default(modelstore.KindLLM)
 	return Config{
-		Audio: AudioConfig{Frame: 20 * time.Millisecond, OutputLatency: 50 * time.Millisecond},
+		Audio: AudioConfig{Frame: audio.DefaultFrameDuration, OutputLatency: portaudio.DefaultLatency},
 		VAD:   v,
 		ASR:   a,
 		LLM: LLMConfig{

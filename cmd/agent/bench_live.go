@@ -15,9 +15,11 @@ import (
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/manager"
+	"github.com/parley-voice/parley/modules/mic"
 	"github.com/parley-voice/parley/modules/recorder"
 	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/speaker"
+	"github.com/parley-voice/parley/modules/speaker/portaudio"
 	"github.com/parley-voice/parley/pipeline"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -252,10 +254,10 @@ func (b *liveBench) Run(ctx context.Context, cfg pipeline.Config, eng *pipeline.
 	d := &run.Devices
 	d.RequestedInput, d.RequestedOutput, d.ReplayOutput = cfg.Audio.InputLatency, cfg.Audio.OutputLatency, cfg.Audio.OutputLatency
 	if d.RequestedInput == 0 {
-		d.RequestedInput = 20 * time.Millisecond // the microphone's default (modules/mic)
+		d.RequestedInput = mic.DefaultLatency
 	}
 	if d.RequestedOutput == 0 {
-		d.RequestedOutput = 50 * time.Millisecond // the speaker's default (modules/speaker/portaudio)
+		d.RequestedOutput = portaudio.DefaultLatency
 	}
 	opened := &openedStreams{}
 	log := b.agentLog.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, opened) }))

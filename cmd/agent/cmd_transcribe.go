@@ -43,7 +43,7 @@ type hearingFlags struct {
 
 func (h *hearingFlags) register(a *app, fs *flag.FlagSet) {
 	h.vadCfg = vad.DefaultConfig()
-	h.vadCfg.Model = a.paths.ModelFile(vad.DefaultModelFile)
+	h.vadCfg.Model = a.paths.ModelFile(modelstore.DefaultFile(modelstore.KindVAD))
 	h.asrCfg = asr.DefaultConfig()
 	h.asrCfg.Engine = pipeline.DefaultEngine(pipeline.KeyASREngine)
 	if m, ok := modelstore.Builtin().Default(modelstore.KindASR); ok {

@@ -10,7 +10,6 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/internal/wer"
 	"github.com/parley-voice/parley/modules/asr"
-	"github.com/parley-voice/parley/modules/source"
 )
 
 func werCommand() command {
@@ -112,7 +111,7 @@ func decodeWhole(ctx context.Context, e asr.Engine, path string, cfg asr.Config)
 	if err := e.Start(ctx); err != nil {
 		return "", err
 	}
-	piece := int(audio.DurationToSamples(source.DefaultFrameDuration, audio.PipelineRate))
+	piece := int(audio.DurationToSamples(audio.DefaultFrameDuration, audio.PipelineRate))
 	hop := int(audio.DurationToSamples(cfg.EffectiveHop(), audio.PipelineRate))
 	since := 0
 	for s := f.Samples; len(s) > 0; {

@@ -18,9 +18,6 @@ import (
 	"github.com/parley-voice/parley/iu"
 )
 
-// DefaultModelFile is the file name of the Silero VAD model Parley uses.
-const DefaultModelFile = "ggml-silero-v6.2.0.bin"
-
 // Config configures the VAD module. The segmentation defaults are libwhisper's
 // (whisper_vad_default_params), so that `agent vad` and whisper.cpp's own tools agree.
 type Config struct {

@@ -21,6 +21,7 @@ import (
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/internal/wer"
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/asr/asrtest"
 	"github.com/parley-voice/parley/modules/asr/sphinx"
@@ -54,7 +55,7 @@ func listen(t testing.TB, path string, cfg asr.Config, e asr.Engine, o asrtest.P
 	}
 	whisper.SetLogger(whisper.LogNone, nil)
 	vc := vad.DefaultConfig()
-	vc.Model = testenv.SharedFile(t, "models/"+vad.DefaultModelFile)
+	vc.Model = testenv.SharedFile(t, "models/"+modelstore.DefaultFile(modelstore.KindVAD))
 	scorer, err := silero.Open(vc)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/parley-voice/parley/engines/whisper"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/turnend"
 	"github.com/parley-voice/parley/modules/vad"
@@ -32,7 +33,7 @@ func modelPath(t testing.TB) string {
 		testenv.Missing(t, "a ggml CPU backend", testenv.EnvFix)
 	}
 	whisper.SetLogger(whisper.LogNone, nil)
-	return testenv.SharedFile(t, "models/"+vad.DefaultModelFile)
+	return testenv.SharedFile(t, "models/"+modelstore.DefaultFile(modelstore.KindVAD))
 }
 
 // openVAD returns a VAD module scoring with Silero through libwhisper, as the agent
@@ -307,7 +308,7 @@ func TestJFKSegments(t *testing.T) {
 
 	cfg := vad.DefaultConfig()
 	window := time.Duration(whisper.VADWindow) * time.Second / audio.PipelineRate
-	frame := source.DefaultFrameDuration
+	frame := audio.DefaultFrameDuration
 	// The end of the stream comes last, after the last segment.
 	if last := res.all[len(res.all)-1].up.IU.Payload; res.eos != 1 || last.Kind() != "vad-eos" {
 		t.Errorf("%d ends of stream passed on; the last IU is %s", res.eos, last.Summary())
