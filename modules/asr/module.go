@@ -73,9 +73,8 @@ type Config struct {
 	Pocketsphinx PocketsphinxConfig `yaml:"pocketsphinx"`
 }
 
-// DefaultConfig returns the defaults: the default engine (Engine empty: whoever opens
-// engines by name says which it is), the engine's hop, LocalAgreement-2 and
-// speculative final decoding.
+// DefaultConfig returns the defaults: the default engine (Engine empty), the engine's
+// hop, LocalAgreement-2 and speculative final decoding.
 func DefaultConfig() Config {
 	return Config{
 		Agreement:    2,
@@ -244,9 +243,6 @@ type runner struct {
 	// speechEnded: the VAD heard the whole stream (vad.EndOfStream); no audio follows.
 	speechEnded bool
 }
-
-// audioEnded reports whether no more audio will come.
-func (r *runner) audioEnded() bool { return r.inputDone || r.speechEnded }
 
 type audioRef struct {
 	id      iu.ID
@@ -419,10 +415,9 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 			r.endOfTurn(pl)
 		}
 	case vad.EndOfStream:
-		// The VAD heard the whole stream: no audio and no segment will come, and the
-		// utterance in progress waits only for its end of turn. (The recogniser and the
-		// end-of-turn policy read each other, so neither would otherwise see its input
-		// end.)
+		// No audio or segment will come; the utterance in progress waits only for its
+		// end of turn. (The recogniser and the end-of-turn policy read each other, so
+		// neither would otherwise see its input end.)
 		if up.Type == iu.Add {
 			r.speechEnded = true
 		}
@@ -709,7 +704,7 @@ func (r *runner) schedule(ctx context.Context) {
 		return
 	}
 	j := job{seq: r.jobs + 1, u: u}
-	if u.complete(r.audioEnded()) {
+	if u.complete(r.inputDone || r.speechEnded) {
 		if u.recv < u.end {
 			// The input ended before all the audio came.
 			if r.decodesEnd() {
@@ -720,10 +715,10 @@ func (r *runner) schedule(ctx context.Context) {
 		}
 	}
 	switch specEnd, specDue := r.speculation(u); {
-	case u.complete(r.audioEnded()) && !r.decodesEnd():
+	case u.complete(r.inputDone || r.speechEnded) && !r.decodesEnd():
 		j.kind, j.start, j.feed = jobFinal, !u.started, u.span(u.fed, u.recv)
 		u.fed, u.started = u.recv, true
-	case u.complete(r.audioEnded()):
+	case u.complete(r.inputDone || r.speechEnded):
 		if u.fin != nil {
 			return // done, and committed by advance
 		}
