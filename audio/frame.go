@@ -10,6 +10,10 @@ import (
 // PipelineRate is the sample rate every module after the sources works at.
 const PipelineRate = 16000
 
+// DefaultFrameDuration is how much audio one audio IU carries unless configured
+// otherwise (a recording's source, a microphone, the agent's audio.frame).
+const DefaultFrameDuration = 20 * time.Millisecond
+
 // MaxGap is the longest stretch of missing audio, in samples at PipelineRate, that a
 // module reading a stream bridges as lost audio (a dropped capture block) by filling it
 // with silence; a longer jump in stream positions is not filled (the VAD takes it for a

@@ -16,8 +16,10 @@ import (
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/modules/aec"
+	"github.com/parley-voice/parley/modules/mic"
 	"github.com/parley-voice/parley/modules/recorder"
 	"github.com/parley-voice/parley/modules/source"
+	"github.com/parley-voice/parley/modules/speaker/portaudio"
 	"github.com/parley-voice/parley/pipeline"
 	"go.uber.org/zap"
 )
@@ -251,10 +253,10 @@ func (b *Live) Run(ctx context.Context, cfg pipeline.Config, eng *pipeline.Engin
 	d := &run.Devices
 	d.RequestedInput, d.RequestedOutput, d.ReplayOutput = cfg.Audio.InputLatency, cfg.Audio.OutputLatency, cfg.Audio.OutputLatency
 	if d.RequestedInput == 0 {
-		d.RequestedInput = 20 * time.Millisecond // the microphone's default (modules/mic)
+		d.RequestedInput = mic.DefaultLatency
 	}
 	if d.RequestedOutput == 0 {
-		d.RequestedOutput = 50 * time.Millisecond // the speaker's default (modules/speaker/portaudio)
+		d.RequestedOutput = portaudio.DefaultLatency
 	}
 	probe := &deviceProbe{}
 

@@ -9,7 +9,6 @@ import (
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
-	"github.com/parley-voice/parley/pipeline"
 )
 
 // deviceProbe watches the live network's IUs for the device timing: when the
@@ -54,9 +53,6 @@ type tailReport struct {
 
 // Observe implements iu.Observer.
 func (d *deviceProbe) Observe(at time.Time, m iu.Message) {
-	if m.From != pipeline.NameInput && m.From != pipeline.NameSpeaker && m.From != pipeline.NameManager {
-		return
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, up := range m.Updates {
@@ -76,7 +72,9 @@ func (d *deviceProbe) Observe(at time.Time, m iu.Message) {
 		}
 		switch pl := up.IU.Payload.(type) {
 		case audio.Frame:
-			if m.From != pipeline.NameInput || pl.Captured.IsZero() || pl.Rate <= 0 {
+			// The microphone's own frames: what the echo canceller makes of them is
+			// grounded in them.
+			if len(up.IU.GroundedIn) > 0 || pl.Captured.IsZero() || pl.Rate <= 0 {
 				continue
 			}
 			epoch := pl.Captured.Add(-audio.SamplesToDuration(pl.Start, pl.Rate))

@@ -57,9 +57,12 @@ func Run(ctx context.Context, cfg pipeline.Config, opts Options) error {
 	if opts.SystemPrompt != nil && !cfg.Session.Resume {
 		cfg.Dialogue.SystemPrompt = *opts.SystemPrompt
 	}
-	if cfg.LLM.Engine == "llama" {
-		if _, err := os.Stat(cfg.LLM.Model); err != nil {
-			return fmt.Errorf("the LLM model %s cannot be read (fix: run '%s', or give --config FILE with an llm.model you have): %w", cfg.LLM.Model, modelstore.Builtin().PullCommand(cfg.LLM.Model), err)
+	// An engine that reads a model file: say how to get it rather than fail to load it.
+	if eng, err := pipeline.FindEngine(pipeline.KeyLLMEngine, cfg.LLM.Engine); err == nil {
+		for _, n := range eng.Needs(cfg) {
+			if _, err := os.Stat(n.Path); n.Model && err != nil {
+				return fmt.Errorf("the LLM model %s cannot be read (fix: run '%s', or give --config FILE with an llm.model you have): %w", n.Path, modelstore.Builtin().PullCommand(n.Path), err)
+			}
 		}
 	}
 	eng, err := pipeline.LoadEngines(cfg, log)

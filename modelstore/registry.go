@@ -150,6 +150,12 @@ func (c Catalog) Default(kind Kind) (Model, bool) {
 	return Model{}, false
 }
 
+// DefaultFile returns the file name of the built-in catalog's default model of a kind.
+func DefaultFile(kind Kind) string {
+	m, _ := Builtin().Default(kind)
+	return m.File
+}
+
 // WithMirror returns the catalog with every URL's scheme and host replaced by mirror's
 // (for example "http://127.0.0.1:8080"), keeping the path: for mirrors and for tests
 // against a local server.

@@ -137,68 +137,79 @@ func LoadEngines(cfg Config, log *zap.Logger) (*Engines, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	e := &Engines{}
 	for _, note := range cfg.Threads().Capped {
 		log.Warn("threads capped: " + note)
 	}
-	switch cfg.LLM.Engine {
-	case "llama":
-		model, err := llama.LoadModel(cfg.LLM.Model, llama.ModelParams{UseMmap: true})
+	eng, err := FindEngine(KeyLLMEngine, cfg.LLM.Engine)
+	if err != nil {
+		return nil, fmt.Errorf("llm: %w", err)
+	}
+	return eng.openLLM(cfg, log)
+}
+
+// loadLlama loads the llama engine: llama.cpp in this process.
+func loadLlama(cfg Config, log *zap.Logger) (*Engines, error) {
+	e := &Engines{}
+	model, err := llama.LoadModel(cfg.LLM.Model, llama.ModelParams{UseMmap: true})
+	if err != nil {
+		return nil, fmt.Errorf("llm: %w (fix: %s, or set llm.model)", err, modelstore.Builtin().PullCommand(cfg.LLM.Model))
+	}
+	e.closers = append(e.closers, model.Close)
+	contexts := 1
+	if needsSummarizer(cfg) {
+		contexts = 2
+	}
+	if err := llamacpp.CheckContext(model, cfg.LLM.Context, contexts); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("%w: llm.context: %w", ErrInvalidConfig, err)
+	}
+	plan := cfg.Threads()
+	cp := llama.ContextParams{NCtx: cfg.LLM.Context, Threads: plan.LLM, ThreadsBatch: plan.LLMBatch}
+	eng, err := llamacpp.New(model, llamacpp.Config{Context: cp})
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.closers = append(e.closers, eng.Close)
+	e.LLM = eng
+	e.Tokenizer = model
+	e.Context = cfg.LLM.Context
+	if e.Context == 0 {
+		e.Context = min(model.ContextTrainSize(), llamacpp.DefaultMaxContext)
+	}
+	log.Info("LLM loaded", zap.String("model", cfg.LLM.Model), zap.String("description", model.Description()),
+		zap.Int("context", e.Context), zap.Int("threads", plan.LLM), zap.Int("threads_batch", plan.LLMBatch))
+	if needsSummarizer(cfg) {
+		// Summaries run beside replies, so they get their own context on the same weights.
+		sum, err := llamacpp.New(model, llamacpp.Config{Context: cp})
 		if err != nil {
-			return nil, fmt.Errorf("llm: %w (fix: %s, or set llm.model)", err, modelstore.Builtin().PullCommand(cfg.LLM.Model))
-		}
-		e.closers = append(e.closers, model.Close)
-		contexts := 1
-		if needsSummarizer(cfg) {
-			contexts = 2
-		}
-		if err := llamacpp.CheckContext(model, cfg.LLM.Context, contexts); err != nil {
-			e.Close()
-			return nil, fmt.Errorf("%w: llm.context: %w", ErrInvalidConfig, err)
-		}
-		plan := cfg.Threads()
-		cp := llama.ContextParams{NCtx: cfg.LLM.Context, Threads: plan.LLM, ThreadsBatch: plan.LLMBatch}
-		eng, err := llamacpp.New(model, llamacpp.Config{Context: cp})
-		if err != nil {
-			e.Close()
-			return nil, err
-		}
-		e.closers = append(e.closers, eng.Close)
-		e.LLM = eng
-		e.Tokenizer = model
-		e.Context = cfg.LLM.Context
-		if e.Context == 0 {
-			e.Context = min(model.ContextTrainSize(), llamacpp.DefaultMaxContext)
-		}
-		log.Info("LLM loaded", zap.String("model", cfg.LLM.Model), zap.String("description", model.Description()),
-			zap.Int("context", e.Context), zap.Int("threads", plan.LLM), zap.Int("threads_batch", plan.LLMBatch))
-		if needsSummarizer(cfg) {
-			// Summaries run beside replies, so they get their own context on the same weights.
-			sum, err := llamacpp.New(model, llamacpp.Config{Context: cp})
-			if err != nil {
-				e.Close()
-				return nil, err
-			}
-			e.closers = append(e.closers, sum.Close)
-			e.Summarizer = summarizer(sum, cfg)
-		}
-	case "http":
-		eng, err := llm.NewHTTPEngine(llm.HTTPConfig{URL: cfg.LLM.URL, Model: cfg.LLM.ServerModel, Mode: cfg.LLM.Mode, APIKeyEnv: cfg.LLM.APIKeyEnv,
-			Timeout: cfg.LLM.Timeout})
-		if err != nil {
-			return nil, err
-		}
-		e.closers = append(e.closers, eng.Close)
-		e.LLM = eng
-		e.Tokenizer = eng.Tokenizer()
-		if e.Context, err = serverContext(eng, cfg.LLM.Context, log); err != nil {
 			e.Close()
 			return nil, err
 		}
-		log.Info("LLM server", zap.Stringer("engine", eng), zap.Int("context", e.Context))
-		if needsSummarizer(cfg) {
-			e.Summarizer = summarizer(eng, cfg)
-		}
+		e.closers = append(e.closers, sum.Close)
+		e.Summarizer = summarizer(sum, cfg)
+	}
+	return e, nil
+}
+
+// loadHTTP opens the http engine: an OpenAI-compatible server.
+func loadHTTP(cfg Config, log *zap.Logger) (*Engines, error) {
+	e := &Engines{}
+	eng, err := llm.NewHTTPEngine(llm.HTTPConfig{URL: cfg.LLM.URL, Model: cfg.LLM.ServerModel, Mode: cfg.LLM.Mode, APIKeyEnv: cfg.LLM.APIKeyEnv,
+		Timeout: cfg.LLM.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	e.closers = append(e.closers, eng.Close)
+	e.LLM = eng
+	e.Tokenizer = eng.Tokenizer()
+	if e.Context, err = serverContext(eng, cfg.LLM.Context, log); err != nil {
+		e.Close()
+		return nil, err
+	}
+	log.Info("LLM server", zap.Stringer("engine", eng), zap.Int("context", e.Context))
+	if needsSummarizer(cfg) {
+		e.Summarizer = summarizer(eng, cfg)
 	}
 	return e, nil
 }
@@ -357,46 +368,29 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	a.Store = store
 	a.closers = append(a.closers, store.Close)
 
-	predictive := cfg.Pipeline == Predictive
-	vadCfg, asrCfg := cfg.VAD, cfg.ASR
-	var turnEnd *turnend.Module
-	if predictive {
-		policy, err := cfg.EndOfTurn.NewPolicy(cfg.VAD.EndOfTurn)
-		if err != nil {
-			return fail(fmt.Errorf("end_of_turn: %w", err))
-		}
-		turnEnd = turnend.New(NameTurnEnd, policy, cfg.EndOfTurn.Waits())
-		// The VAD's own end of turn is the policy's fallback: it must not come before
-		// the longest wait the policy may choose.
-		vadCfg.EndOfTurn = max(vadCfg.EndOfTurn, cfg.EndOfTurn.LongestHold()+300*time.Millisecond)
-		asrCfg.EndOfTurnFrom = NameTurnEnd
-		// The reply is prepared for the recogniser's words at the user's pause: all of
-		// them, the last ones not yet confirmed by local agreement too, and the final
-		// decode's words as soon as it is done. That decode starts once its trailing
-		// audio is in after the VAD's pause, not only at the segment's end (the merge
-		// gap): pocketsphinx's own finals (once it adapted) after a tentative pause
-		// already, with the silence MinSilence covers after the padded end (their word
-		// error rate is the same with 0, 30, 70, 170 or 300 ms: agent wer -mode stream
-		// -trailing; less than 70 ms flips the demo's "lamp" to "lamb"), the final pass at
-		// the sure pause with MergeGap − pad (shorter ones flip "what time is it" to
-		// "what time as").
-		asrCfg.EarlyFinal = true
-		asrCfg.EmitUnstable = true
-		asrCfg.SpeculateAtPause = true
-		asrCfg.Trailing = min(asrCfg.Trailing, vadCfg.MergeGap-vadCfg.SpeechPad)
-		asrCfg.PeekTrailing = min(asrCfg.Trailing, max(vadCfg.MinSilence-vadCfg.SpeechPad, 0))
-	}
+	// What the pipeline makes of the configuration (pipelineSettings says all of it).
+	run := pipelineSettings(cfg)
+	cfg, asrCfg := run.Config, run.asr
 	plan := cfg.Threads()
-	vadCfg.Threads = plan.VAD
-	vadMod, closeVAD, err := openVAD(NameVAD, vadCfg)
+	cfg.VAD.Threads = plan.VAD
+	vadMod, closeVAD, err := openVAD(NameVAD, cfg.VAD)
 	if err != nil {
-		if _, statErr := os.Stat(vadCfg.Model); statErr != nil {
-			return fail(fmt.Errorf("vad: %w (fix: %s, or set vad.model)", err, modelstore.Builtin().PullCommand(vadCfg.Model)))
+		if _, statErr := os.Stat(cfg.VAD.Model); statErr != nil {
+			return fail(fmt.Errorf("vad: %w (fix: %s, or set vad.model)", err, modelstore.Builtin().PullCommand(cfg.VAD.Model)))
 		}
 		return fail(fmt.Errorf("vad: %w", err))
 	}
 	a.closers = append(a.closers, closeVAD)
 	a.vad = vadMod
+	// The end-of-turn policy: the one source of the user's ends of turn.
+	policy, waits := turnend.Policy(turnend.Silence{After: vadMod.HeardSilence(cfg.VAD.EndOfTurn)}), turnend.Waits{}
+	if run.predictTurnEnd {
+		if policy, err = cfg.EndOfTurn.NewPolicy(cfg.VAD.EndOfTurn); err != nil {
+			return fail(fmt.Errorf("end_of_turn: %w", err))
+		}
+		waits = cfg.EndOfTurn.Waits()
+	}
+	turnEnd := turnend.New(NameTurnEnd, policy, waits)
 	asrCfg.Whisper.Threads = plan.Whisper
 	asrMod, closeASR, err := openASR(NameASR, asrCfg)
 	if err != nil {
@@ -434,18 +428,15 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	llmCfg.Clauses.MaxWords = cfg.LLM.ClauseMaxWords
 	llmCfg.Clauses.FirstMaxWords = cfg.LLM.FirstClauseMaxWords
-	llmCfg.Prefill = predictive
+	llmCfg.Prefill = run.prefill
 	llmMod := llm.NewModule(NameLLM, eng.LLM, store, llmCfg)
 	mgrOpts := manager.Options{Turns: cfg.TurnTaking, Origin: clk.Now()}
-	if predictive {
-		mgrOpts.EndOfTurnFrom = NameTurnEnd
-	}
 	mgr := manager.New(NameManager, store, mgrOpts)
 	a.Manager = mgr
 	a.Origin = mgrOpts.Origin
 	a.speaker = io.Speaker
 	_, virtual := clk.(clock.Scheduler)
-	a.Latencies = latency.New(latency.Options{LLM: NameLLM, Origin: mgrOpts.Origin, OnTurn: io.OnMetrics,
+	a.Latencies = latency.New(latency.Options{Origin: mgrOpts.Origin, OnTurn: io.OnMetrics,
 		VirtualClock: virtual, Logger: log.Named(nameMetrics)})
 
 	opts := []iu.Option{iu.WithClock(clk), iu.WithLogger(log), iu.WithObserver(a.Latencies)}
@@ -461,7 +452,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	net := iu.NewNetwork(opts...)
 	a.Network = net
-	mods := []iu.Module{io.Input, vadMod, asrMod, mgr, llmMod, ttsMod, io.Speaker}
+	mods := []iu.Module{io.Input, vadMod, turnEnd, asrMod, mgr, llmMod, ttsMod, io.Speaker}
 	// The microphone's path: the input, through the simulated laptop and the echo
 	// canceller when there are, to the VAD and the recogniser.
 	mic := NameInput
@@ -493,9 +484,6 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		mods = append(mods, hold.New(NameHold))
 		toTTS = NameHold
 	}
-	if turnEnd != nil {
-		mods = append(mods, turnEnd)
-	}
 	if overlapMod != nil {
 		mods = append(mods, overlapMod)
 	}
@@ -523,14 +511,15 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		// it is; the VAD says when the agent was audible) for the manager's barge-in decisions.
 		links = append(links, [2]string{mic, NameOverlap}, [2]string{NameVAD, NameOverlap}, [2]string{NameOverlap, NameManager})
 	}
-	if turnEnd != nil {
-		// The end-of-turn policy hears the stream's position, the VAD, the words, the
-		// LLM's estimate and the manager's interrupts, and ends the turn for the
-		// recogniser and the manager; the LLM reads the words as they come.
-		links = append(links,
-			[2]string{mic, NameTurnEnd}, [2]string{NameVAD, NameTurnEnd}, [2]string{NameASR, NameTurnEnd},
-			[2]string{NameLLM, NameTurnEnd}, [2]string{NameManager, NameTurnEnd}, [2]string{NameTurnEnd, NameASR}, [2]string{NameTurnEnd, NameManager},
-			[2]string{NameASR, NameLLM})
+	// The end-of-turn policy hears the stream's position, the VAD, the words, the LLM's
+	// estimate and the manager's interrupts, and ends the turn for the recogniser and the
+	// manager.
+	links = append(links,
+		[2]string{mic, NameTurnEnd}, [2]string{NameVAD, NameTurnEnd}, [2]string{NameASR, NameTurnEnd},
+		[2]string{NameLLM, NameTurnEnd}, [2]string{NameManager, NameTurnEnd}, [2]string{NameTurnEnd, NameASR}, [2]string{NameTurnEnd, NameManager})
+	if run.prefill {
+		// The LLM reads the words as they come.
+		links = append(links, [2]string{NameASR, NameLLM})
 	}
 	if io.Console != nil {
 		// The agent's words come from the manager (its agent-turn IUs), not from the speaker.

@@ -13,12 +13,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/logging"
 	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/aec"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/overlap"
+	"github.com/parley-voice/parley/modules/speaker/portaudio"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/turnend"
 	"github.com/parley-voice/parley/modules/vad"
@@ -75,9 +77,9 @@ type AudioConfig struct {
 	// survive reboots, indices do not); empty means the system default.
 	Input  string `yaml:"input"`
 	Output string `yaml:"output"`
-	// Frame is the duration of the audio IUs (default 20 ms).
+	// Frame is the duration of the audio IUs.
 	Frame time.Duration `yaml:"frame"`
-	// OutputLatency is the speaker's suggested device latency (default 50 ms).
+	// OutputLatency is the speaker's suggested device latency.
 	OutputLatency time.Duration `yaml:"output_latency"`
 	// InputLatency is the microphone's suggested device latency (0: the device's low latency).
 	InputLatency time.Duration `yaml:"input_latency"`
@@ -88,8 +90,8 @@ type AudioConfig struct {
 	// replays when the scenario simulates a laptop (its echo: block). 'agent doctor'
 	// says what auto decides and why.
 	EchoCancel string `yaml:"echo_cancel"`
-	// EchoEngine is the canceller: webrtc (WebRTC's AEC3, the default) or speex
-	// (speexdsp; a fallback that converges more slowly).
+	// EchoEngine names the canceller (the configuration reference lists the engines;
+	// empty: the default).
 	EchoEngine string `yaml:"echo_engine"`
 }
 
@@ -101,7 +103,8 @@ func (a AudioConfig) EchoCancelMode() aec.Mode {
 
 // LLMConfig chooses and tunes the language model.
 type LLMConfig struct {
-	// Engine is "llama" (llama.cpp in this process) or "http" (an OpenAI-compatible server).
+	// Engine names the LLM engine (the configuration reference lists the engines;
+	// empty: the default).
 	Engine string `yaml:"engine"`
 	// Model is the llama engine's GGUF model: a file, or a name from 'agent models list'
 	// (qwen2.5-0.5b-instruct).
@@ -204,7 +207,7 @@ type SessionConfig struct {
 }
 
 // Default returns the configuration for the real models Parley downloads
-// (`agent models pull`): whisper base.en, Qwen2.5 0.5B Instruct, Silero VAD.
+// (`agent models pull`): the catalog's default models (modelstore).
 func Default(paths userdirs.Paths) Config {
 	cat := modelstore.Builtin()
 	model := func(kind modelstore.Kind) string {
@@ -212,7 +215,7 @@ func Default(paths userdirs.Paths) Config {
 		return filepath.Join(paths.Models, m.File)
 	}
 	a := asr.DefaultConfig()
-	a.Engine = "whisper"
+	a.Engine = EngineWhisper // the recogniser of the catalog's default ASR model
 	a.Whisper.Model = model(modelstore.KindASR)
 	v := vad.DefaultConfig()
 	v.Model = model(modelstore.KindVAD)
@@ -221,11 +224,11 @@ func Default(paths userdirs.Paths) Config {
 	v.PauseAfter = 32 * time.Millisecond
 	llm, _ := cat.Default(modelstore.KindLLM)
 	return Config{
-		Audio: AudioConfig{Frame: 20 * time.Millisecond, OutputLatency: 50 * time.Millisecond},
+		Audio: AudioConfig{Frame: audio.DefaultFrameDuration, OutputLatency: portaudio.DefaultLatency},
 		VAD:   v,
 		ASR:   a,
 		LLM: LLMConfig{
-			Engine: "llama", Model: model(modelstore.KindLLM), MaxTokens: 120,
+			Engine: EngineLlama, Model: model(modelstore.KindLLM), MaxTokens: 120,
 			Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05, RepeatPenalty: 1.1, StreamClauses: true,
 			FirstClauseMaxWords: 3,
 		},
@@ -348,27 +351,6 @@ func expandPath(p, dir string) (string, error) {
 		p = filepath.Join(dir, p)
 	}
 	return filepath.Clean(p), nil
-}
-
-// WithPipeline returns cfg changed to run pipeline name (see Predictive, Incremental and
-// TurnBased); the baselines turn off what they do not have.
-func WithPipeline(cfg Config, name string) Config {
-	cfg.Pipeline = name
-	switch name {
-	case Incremental:
-		cfg.TurnTaking.Prepare.After = 0
-	case TurnBased:
-		cfg.TurnTaking.Prepare.After = 0
-		cfg.LLM.StreamClauses = false
-		cfg.ASR.Hop = 24 * time.Hour // no partial hypotheses: one decode at the end of the turn
-		cfg.ASR.Speculative = false  // and not before it
-		cfg.TurnTaking.BargeIn.MinWords = 0
-		// The classic barge-in: the agent pauses at the user's first sound and stops
-		// after the minimum duration, whatever the sound was.
-		cfg.TurnTaking.BargeIn.Hold = turntaking.HoldPause
-		cfg.Overlap.Enabled = false
-	}
-	return cfg
 }
 
 // defaultOverlap returns the overlap module's defaults, on.

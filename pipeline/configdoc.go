@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/parley-voice/parley/internal/configdoc"
 )
@@ -38,5 +39,24 @@ func WriteConfigMarkdown(w io.Writer, def Config) error {
 		"and a model may be named as in `agent models list`.\n\n"); err != nil {
 		return err
 	}
-	return configdoc.Markdown(w, def, configFieldDocs())
+	if err := configdoc.Markdown(w, def, configFieldDocs()); err != nil {
+		return err
+	}
+	return writeEngines(w)
+}
+
+// writeEngines writes the engines the configuration can name (EngineCatalog).
+func writeEngines(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("\n## Engines\n\nThe keys that name an engine take one of these; " +
+		"`agent doctor` checks what the configured ones need.\n\n| key | engine | what it is |\n|---|---|---|\n")
+	for _, e := range EngineCatalog() {
+		name := "`" + e.Name + "`"
+		if e.Default {
+			name += " (or empty)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", e.Key, name, e.Description)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

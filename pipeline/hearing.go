@@ -14,6 +14,7 @@ import (
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/source"
+	"github.com/parley-voice/parley/modules/turnend"
 	"github.com/parley-voice/parley/modules/vad"
 	"github.com/parley-voice/parley/modules/vad/silero"
 	"go.uber.org/zap"
@@ -60,10 +61,12 @@ func OpenHearing(opts HearingOptions) (*Hearing, error) {
 	asrCfg := *opts.ASR // the caller's may change after
 	opts.ASR = &asrCfg
 	h := &Hearing{opts: opts, scorer: scorer}
-	if opts.ASR.Engine == "whisper" {
-		if _, err := os.Stat(opts.ASR.Whisper.Model); err != nil {
+	// Engines that read a model file: say how to get it rather than fail to load it.
+	eng, _ := FindEngine(KeyASREngine, opts.ASR.Engine)
+	for _, n := range eng.Needs(Config{ASR: *opts.ASR}) {
+		if _, err := os.Stat(n.Path); n.Model && err != nil {
 			scorer.Close()
-			return nil, fmt.Errorf("whisper model: %w (agent models pull, or --model)", err)
+			return nil, fmt.Errorf("%s model: %w (agent models pull, or --model)", n.What, err)
 		}
 	}
 	if h.engine, err = OpenASREngine(*opts.ASR); err != nil {
@@ -83,9 +86,10 @@ func (h *Hearing) Close() error {
 	return errors.Join(errs...)
 }
 
-// Run plays path through the VAD (and the recogniser, when there is one) and hands
-// every update the last module sends to sink, on sink's own goroutine, with the time
-// since the recording started playing.
+// Run plays path through the VAD and the turn-end module (and the recogniser, when there
+// is one) and hands every update the recogniser sends to sink (without a recogniser,
+// every update of the VAD and the turn-end module), on sink's own goroutine, with the
+// time since the recording started playing.
 func (h *Hearing) Run(ctx context.Context, path string, sink func(at time.Duration, up iu.Update) error) error {
 	var clk clock.Clock = clock.Real{}
 	if !h.opts.RealTime {
@@ -104,9 +108,14 @@ func (h *Hearing) Run(ctx context.Context, path string, sink func(at time.Durati
 	if err != nil {
 		return err
 	}
-	last := iu.Module(v)
-	mods := []iu.Module{src, v}
+	// The turn ends after the VAD's end_of_turn of silence, as in the incremental pipeline.
+	te := turnend.New(NameTurnEnd, turnend.Silence{After: v.HeardSilence(h.opts.VAD.EndOfTurn)}, turnend.Waits{})
+	mods := []iu.Module{src, v, te}
+	// Every module hears the VAD before the turn-end module does, so that what the VAD
+	// sent comes before the end of turn it leads to (at the end of the stream, a segment
+	// and its turn end at once).
 	links := [][2]string{{NameInput, NameVAD}}
+	heard := []string{NameVAD, NameTurnEnd}
 	if h.engine != nil {
 		a, err := asr.New(NameASR, *h.opts.ASR, h.engine)
 		if err != nil {
@@ -114,7 +123,7 @@ func (h *Hearing) Run(ctx context.Context, path string, sink func(at time.Durati
 		}
 		mods = append(mods, a)
 		links = append(links, [2]string{NameInput, NameASR}, [2]string{NameVAD, NameASR})
-		last = a
+		heard = []string{NameASR}
 	}
 	out := iu.ModuleFunc{ModuleName: NameConsole, Fn: func(ctx context.Context, p *iu.Ports) error {
 		start := p.Now()
@@ -136,7 +145,13 @@ func (h *Hearing) Run(ctx context.Context, path string, sink func(at time.Durati
 		}
 	}}
 	mods = append(mods, out)
-	links = append(links, [2]string{last.Name(), out.Name()})
+	for _, from := range heard {
+		links = append(links, [2]string{from, out.Name()})
+	}
+	links = append(links, [2]string{NameInput, NameTurnEnd}, [2]string{NameVAD, NameTurnEnd})
+	if h.engine != nil {
+		links = append(links, [2]string{NameTurnEnd, NameASR})
+	}
 	if err := net.Add(mods...); err != nil {
 		return err
 	}
@@ -181,7 +196,7 @@ func (h *Hearing) DecodeWhole(ctx context.Context, path string) (string, error) 
 	if err := e.Start(ctx); err != nil {
 		return "", err
 	}
-	piece := int(audio.DurationToSamples(source.DefaultFrameDuration, audio.PipelineRate))
+	piece := int(audio.DurationToSamples(audio.DefaultFrameDuration, audio.PipelineRate))
 	hop := int(audio.DurationToSamples(h.opts.ASR.EffectiveHop(), audio.PipelineRate))
 	since := 0
 	for s := f.Samples; len(s) > 0; {

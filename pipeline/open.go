@@ -6,14 +6,8 @@ import (
 	"io"
 
 	"github.com/parley-voice/parley/engines/espeak"
-	"github.com/parley-voice/parley/engines/speexdsp"
-	"github.com/parley-voice/parley/engines/webrtcapm"
 	"github.com/parley-voice/parley/modules/aec"
-	"github.com/parley-voice/parley/modules/aec/speex"
-	"github.com/parley-voice/parley/modules/aec/webrtc"
 	"github.com/parley-voice/parley/modules/asr"
-	"github.com/parley-voice/parley/modules/asr/sphinx"
-	"github.com/parley-voice/parley/modules/asr/whispercpp"
 	"github.com/parley-voice/parley/modules/overlap"
 	overlapsphinx "github.com/parley-voice/parley/modules/overlap/sphinx"
 	"github.com/parley-voice/parley/modules/tts"
@@ -51,24 +45,13 @@ type ASREngine interface {
 	io.Closer
 }
 
-// OpenASREngine opens the recogniser cfg.Engine names: "whisper" (whisper.cpp) or
-// "pocketsphinx" (the default).
+// OpenASREngine opens the recogniser cfg.Engine names (EngineCatalog).
 func OpenASREngine(cfg asr.Config) (ASREngine, error) {
-	switch cfg.Engine {
-	case "whisper":
-		e, err := whispercpp.New(cfg.Whisper)
-		if err != nil {
-			return nil, err
-		}
-		return e, nil
-	case "pocketsphinx", "":
-		e, err := sphinx.New(cfg.Pocketsphinx)
-		if err != nil {
-			return nil, err
-		}
-		return e, nil
+	e, err := FindEngine(KeyASREngine, cfg.Engine)
+	if err != nil {
+		return nil, fmt.Errorf("asr: %w", err)
 	}
-	return nil, fmt.Errorf("asr: unknown engine %q (want whisper or pocketsphinx)", cfg.Engine)
+	return e.openASR(cfg)
 }
 
 // openASR makes the ASR module with the engine cfg names.
@@ -119,20 +102,14 @@ func openTTS(name string, cfg tts.Config, wrap func(tts.Engine) tts.Engine) (*tt
 	return m, e.Close, nil
 }
 
-// openCanceller opens the echo canceller engine names, "webrtc" (WebRTC's AEC3, the
-// default; with its linear output, which the overlap module decodes) or "speex", with
+// openCanceller opens the echo canceller engine names (EngineCatalog), with
 // aec.TailGate around it.
 func openCanceller(engine string) (aec.Canceller, error) {
-	var s *aec.Stream
-	var err error
-	switch engine {
-	case "webrtc", "":
-		s, err = webrtc.New(webrtcapm.Config{LinearOutput: true})
-	case "speex":
-		s, err = speex.New(speexdsp.Config{})
-	default:
-		return nil, fmt.Errorf("aec: unknown engine %q (want webrtc or speex)", engine)
+	e, err := FindEngine(KeyEchoEngine, engine)
+	if err != nil {
+		return nil, fmt.Errorf("aec: %w", err)
 	}
+	s, err := e.openEcho()
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ func (c Config) Validate() error {
 	default:
 		add("pipeline", fmt.Errorf("%q (want %s)", c.Pipeline, strings.Join(Pipelines, ", ")))
 	}
-	if c.Pipeline == Predictive {
+	if pipelineSettings(c).predictTurnEnd {
 		add("end_of_turn", c.EndOfTurn.Validate())
 	}
 	if c.TurnTaking.Prepare.After < 0 {
@@ -57,11 +57,7 @@ func (c Config) Validate() error {
 	}
 	add("vad", c.VAD.Validate())
 	add("tts", c.TTS.Validate())
-	switch c.ASR.Engine {
-	case "pocketsphinx", "whisper":
-	default:
-		add("asr", fmt.Errorf("engine %q (want pocketsphinx or whisper)", c.ASR.Engine))
-	}
+	errs = append(errs, validEngines(c)...)
 	add("asr", c.ASR.Validate())
 	add("llm", c.LLM.validate())
 	if c.Cores < 0 {
@@ -88,18 +84,6 @@ func (c Config) Validate() error {
 // validate checks the llm section.
 func (l LLMConfig) validate() error {
 	var errs []error
-	switch l.Engine {
-	case "llama":
-		if l.Model == "" {
-			errs = append(errs, errors.New("the llama engine needs a model file"))
-		}
-	case "http":
-		if l.URL == "" {
-			errs = append(errs, errors.New("the http engine needs a url"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("engine %q (want llama or http)", l.Engine))
-	}
 	ints := []struct {
 		key     string
 		v, max  int
@@ -190,11 +174,6 @@ func (a AudioConfig) validate() error {
 	}
 	if _, err := aec.ParseMode(a.EchoCancel); err != nil {
 		errs = append(errs, err)
-	}
-	switch a.EchoEngine {
-	case "", "webrtc", "speex":
-	default:
-		errs = append(errs, fmt.Errorf("echo_engine %q (want webrtc or speex)", a.EchoEngine))
 	}
 	return errors.Join(errs...)
 }

@@ -26,6 +26,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/parley-voice/parley/audio"
 )
 
 // The room the reverberant energy is derived for (see the package comment).
@@ -43,7 +45,7 @@ const (
 )
 
 // DefaultRate is the rate a zero Config.Rate stands for: the pipeline's.
-const DefaultRate = 16000
+const DefaultRate = audio.PipelineRate
 
 // NoiseColor is the spectrum of the noise floor.
 type NoiseColor uint8

@@ -142,7 +142,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		if err != nil {
 			return fmt.Errorf("--realistic: %w", err)
 		}
-		cfg.LLM.Engine, cfg.LLM.Model = "llama", path
+		cfg.LLM.Engine, cfg.LLM.Model = pipeline.EngineLlama, path
 	}
 	if flagSet(fs, "max-tokens") {
 		if *maxTokens < 0 {
@@ -292,18 +292,21 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // benchModels names the engine and model of each role of cfg.
 func benchModels(cfg pipeline.Config) map[string]string {
-	asrModel := cfg.ASR.Engine
-	if cfg.ASR.Engine == "whisper" {
-		asrModel += " " + cfg.ASR.Whisper.Model
-	}
-	llmModel := cfg.LLM.Engine + " " + cfg.LLM.Model
-	if cfg.LLM.Engine == "http" {
-		llmModel = cfg.LLM.Engine + " " + cfg.LLM.URL
+	// An engine and what it runs with (a model file, a server's URL).
+	engine := func(key, name string) string {
+		e, err := pipeline.FindEngine(key, name)
+		if err != nil {
+			return name
+		}
+		if uses := e.Uses(cfg); uses != "" {
+			return e.Name + " " + uses
+		}
+		return e.Name
 	}
 	return map[string]string{
 		"vad": "silero " + cfg.VAD.Model,
-		"asr": asrModel,
-		"llm": llmModel,
+		"asr": engine(pipeline.KeyASREngine, cfg.ASR.Engine),
+		"llm": engine(pipeline.KeyLLMEngine, cfg.LLM.Engine),
 		"tts": "espeak-ng " + cfg.TTS.Voice,
 	}
 }

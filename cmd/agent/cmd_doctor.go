@@ -126,37 +126,9 @@ func pkgConfigVersion(name string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// modelChecks checks the models and what else the configured engines need
+// (pipeline.EngineCatalog says what each needs).
 func modelChecks(a *app, cfg pipeline.Config) []check {
-	var checks []check
-	for _, m := range configuredModels(a, cfg) {
-		c := check{name: m.role, detail: m.path}
-		if st, err := os.Stat(m.path); err == nil && !st.IsDir() {
-			c.ok = true
-			c.detail = fmt.Sprintf("%s (%.1f MB)", m.path, float64(st.Size())/1e6)
-		} else {
-			c.detail = m.path + ": not found"
-			c.fix = m.fix
-		}
-		checks = append(checks, c)
-	}
-	if cfg.ASR.Engine == "pocketsphinx" {
-		dir := filepath.Join(pocketsphinx.DefaultModelDir(), "en-us")
-		_, err := os.Stat(filepath.Join(dir, "en-us"))
-		checks = append(checks, check{ok: err == nil, name: "asr (pocketsphinx)", detail: dir, fix: "apt install pocketsphinx-en-us"})
-	}
-	if cfg.LLM.Engine == "http" {
-		checks = append(checks, check{ok: true, name: "llm (http)", detail: cfg.LLM.URL + " (reached when the agent starts)"})
-	}
-	return checks
-}
-
-// configuredModel is a model file the agent's configuration points at.
-type configuredModel struct {
-	role, path, fix string
-}
-
-// configuredModels lists the files cfg needs, each with the command that fetches it.
-func configuredModels(a *app, cfg pipeline.Config) []configuredModel {
 	fix := func(path string) string {
 		for _, m := range modelstore.Builtin() {
 			if filepath.Base(path) == m.File {
@@ -165,14 +137,29 @@ func configuredModels(a *app, cfg pipeline.Config) []configuredModel {
 		}
 		return "point the config at an existing file, or run 'agent models list' for downloadable ones"
 	}
-	out := []configuredModel{{role: "vad (Silero)", path: cfg.VAD.Model, fix: fix(cfg.VAD.Model)}}
-	if cfg.ASR.Engine == "whisper" {
-		out = append(out, configuredModel{role: "asr (whisper)", path: cfg.ASR.Whisper.Model, fix: fix(cfg.ASR.Whisper.Model)})
+	needs := []pipeline.Need{{What: "vad (Silero)", Path: cfg.VAD.Model, Model: true}}
+	for _, e := range pipeline.ConfiguredEngines(cfg) {
+		needs = append(needs, e.Needs(cfg)...)
 	}
-	if cfg.LLM.Engine == "llama" {
-		out = append(out, configuredModel{role: "llm (llama.cpp)", path: cfg.LLM.Model, fix: fix(cfg.LLM.Model)})
+	var checks []check
+	for _, n := range needs {
+		c := check{ok: true, name: n.What, detail: n.Detail, fix: n.Fix}
+		if n.Model && c.fix == "" {
+			c.fix = fix(n.Path)
+		}
+		if n.Path != "" {
+			st, err := os.Stat(n.Path)
+			c.ok = err == nil && (!n.Model || !st.IsDir())
+			switch {
+			case c.ok && n.Model:
+				c.detail = fmt.Sprintf("%s (%.1f MB)", n.Path, float64(st.Size())/1e6)
+			case n.Model:
+				c.detail = n.Path + ": not found"
+			}
+		}
+		checks = append(checks, c)
 	}
-	return out
+	return checks
 }
 
 func audioChecks() ([]check, []portaudio.Info) {
@@ -224,7 +211,7 @@ func audioChecks() ([]check, []portaudio.Info) {
 func echoChecks(ctx context.Context, cfg pipeline.Config) []check {
 	engine := cfg.Audio.EchoEngine
 	if engine == "" {
-		engine = "webrtc"
+		engine = pipeline.DefaultEngine(pipeline.KeyEchoEngine)
 	}
 	s := pipeline.ResolveEchoCancel(ctx, cfg.Audio)
 	state := "off"

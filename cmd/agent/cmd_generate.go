@@ -41,7 +41,7 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 	model := fs.String("model", "", "GGUF model file (llama engine), or the model name to request (http engine)")
 	prompt := fs.String("prompt", "", "prompt text (or give it as arguments; \"-\" reads standard input)")
 	maxTokens := fs.Int("max-tokens", 128, "maximum number of tokens to generate (0: until the model stops or the context is full)")
-	engine := fs.String("engine", "llama", "llama (in-process llama.cpp) or http (OpenAI-compatible server)")
+	engine := fs.String("engine", pipeline.EngineLlama, "llama (in-process llama.cpp) or http (OpenAI-compatible server)")
 	url := fs.String("url", "http://127.0.0.1:8080", "server URL for --engine http (root, .../v1 or a full completions URL)")
 	mode := fs.String("mode", llm.ModeCompletions, "http endpoint: completions or chat")
 	apiKeyEnv := fs.String("api-key-env", "OPENAI_API_KEY", "environment variable holding the server's API key (http engine)")
@@ -106,7 +106,7 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 
 	var eng llm.Engine
 	switch *engine {
-	case "llama":
+	case pipeline.EngineLlama:
 		if *model == "" {
 			return usageErrorf("--model FILE.gguf is required with --engine llama")
 		}
@@ -123,7 +123,7 @@ func runGenerate(ctx context.Context, a *app, args []string) error {
 		}
 		eng = e
 		a.log.Debug("model loaded", zap.String("model", e.Model().Description()), zap.Int("context", e.ContextSize()))
-	case "http":
+	case pipeline.EngineHTTP:
 		e, err := llm.NewHTTPEngine(llm.HTTPConfig{URL: *url, Model: *model, Mode: *mode, APIKeyEnv: *apiKeyEnv, Timeout: *timeout})
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)

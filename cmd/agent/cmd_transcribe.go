@@ -35,8 +35,9 @@ type hearingFlags struct {
 
 func (h *hearingFlags) register(a *app, fs *flag.FlagSet) {
 	h.vadCfg = vad.DefaultConfig()
-	h.vadCfg.Model = a.paths.ModelFile(vad.DefaultModelFile)
+	h.vadCfg.Model = a.paths.ModelFile(modelstore.DefaultFile(modelstore.KindVAD))
 	h.asrCfg = asr.DefaultConfig()
+	h.asrCfg.Engine = pipeline.DefaultEngine(pipeline.KeyASREngine)
 	if m, ok := modelstore.Builtin().Default(modelstore.KindASR); ok {
 		h.asrCfg.Whisper.Model = filepath.Join(a.paths.Models, m.File)
 	}
@@ -83,8 +84,8 @@ func (h *hearingFlags) validate(withASR bool) error {
 	if err := h.asrCfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if h.asrCfg.Engine != "pocketsphinx" && h.asrCfg.Engine != "whisper" {
-		return usageErrorf("--engine %q: want pocketsphinx or whisper", h.asrCfg.Engine)
+	if _, err := pipeline.FindEngine(pipeline.KeyASREngine, h.asrCfg.Engine); err != nil {
+		return usageErrorf("--%v", err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/vad"
 )
 
@@ -24,7 +25,7 @@ func runVAD(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "vad", "FILE.wav")
 	var hf hearingFlags
 	hf.vadCfg = vad.DefaultConfig()
-	hf.vadCfg.Model = a.paths.ModelFile(vad.DefaultModelFile)
+	hf.vadCfg.Model = a.paths.ModelFile(modelstore.DefaultFile(modelstore.KindVAD))
 	hf.registerVAD(fs)
 	turns := fs.Bool("turns", false, "also print the ends of turn, as lines starting with #")
 	fs.BoolVar(&hf.realtime, "realtime", false, "play the file in real time (default: as fast as possible on a virtual clock)")

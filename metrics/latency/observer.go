@@ -24,9 +24,6 @@ import (
 
 // Options configure an Observer.
 type Options struct {
-	// LLM is the name of the LLM module: its clauses time the LLM (the turn-based
-	// pipeline's hold module sends the same clauses again, later).
-	LLM string
 	// Origin is the clock time the network started at, which stream positions (audio
 	// times, the speaker's output timeline) count from.
 	Origin time.Time
@@ -129,12 +126,12 @@ func (o *Observer) Observe(at time.Time, m iu.Message) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, up := range m.Updates {
-		o.update(at, m.From, up)
+		o.update(at, up)
 	}
 }
 
 // update takes one update sent at at.
-func (o *Observer) update(at time.Time, from string, up iu.Update) {
+func (o *Observer) update(at time.Time, up iu.Update) {
 	u := up.IU
 	switch pl := u.Payload.(type) {
 	case audio.Frame:
@@ -196,7 +193,9 @@ func (o *Observer) update(at time.Time, from string, up iu.Update) {
 			o.ended(pl)
 		}
 	case llm.Clause:
-		if from != o.opts.LLM || pl.ClauseID != 0 {
+		// The LLM's clauses (the turn-based pipeline's hold module sends them again,
+		// later, as hold.Clause).
+		if pl.ClauseID != 0 {
 			return
 		}
 		if e := o.early[pl.TurnID]; e != nil {

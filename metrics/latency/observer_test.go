@@ -9,6 +9,7 @@ import (
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/hold"
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
@@ -25,7 +26,7 @@ func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) 
 // checks every time it takes from them.
 func TestObserver(t *testing.T) {
 	var reported []metrics.Turn
-	o := New(Options{LLM: "llm", Origin: t0, OnTurn: func(m metrics.Turn) { reported = append(reported, m) }})
+	o := New(Options{Origin: t0, OnTurn: func(m metrics.Turn) { reported = append(reported, m) }})
 	seq := 0
 	send := func(from string, ms int, typ iu.UpdateType, p iu.Payload) {
 		seq++
@@ -48,7 +49,7 @@ func TestObserver(t *testing.T) {
 	send("manager", 1750, iu.Add, control.Command{Action: control.Respond, TurnID: 2})
 	send("llm", 1800, iu.Add, llm.Clause{TurnID: 2, ClauseID: 0, Text: "Once"})
 	send("llm", 1900, iu.Commit, llm.Clause{TurnID: 2, ClauseID: 0, Text: "Once upon a time,"})
-	send("hold", 1950, iu.Commit, llm.Clause{TurnID: 2, ClauseID: 0, Text: "Once upon a time,"}) // not the LLM's
+	send("hold", 1950, iu.Commit, hold.Clause{Clause: llm.Clause{TurnID: 2, ClauseID: 0, Text: "Once upon a time,"}}) // not the LLM's
 	send("tts", 1910, iu.Add, chunk(2))
 	send("tts", 1920, iu.Add, chunk(2)) // not the first
 	send("speaker", 2000, iu.Add, progress(2, speaker.Playing, 2000, false))
@@ -110,7 +111,7 @@ func TestObserver(t *testing.T) {
 // after the network started; the user's stream times count from its first captured
 // sample, so that voice-to-voice is not read too long by the device's opening time.
 func TestObserverCountsStreamTimesFromTheMicrophonesFirstSample(t *testing.T) {
-	o := New(Options{LLM: "llm", Origin: t0})
+	o := New(Options{Origin: t0})
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	send := func(from string, at time.Time, typ iu.UpdateType, p iu.Payload) {
 		o.Observe(at, iu.Message{From: from, Updates: []iu.Update{{Type: typ, IU: iu.IU{ID: "x/1", Payload: p, Created: at}}}})
@@ -140,7 +141,7 @@ func TestObserverCountsStreamTimesFromTheMicrophonesFirstSample(t *testing.T) {
 // preparation that was confirmed (not one the changed words withdrew), the LLM took no
 // time after the Respond, and the TTS's first chunk counts from the prepared clause.
 func TestObserverTimesAPreparedReply(t *testing.T) {
-	o := New(Options{LLM: "llm", Origin: t0})
+	o := New(Options{Origin: t0})
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	send := func(from, id string, ms int, typ iu.UpdateType, p iu.Payload, groundedIn ...iu.ID) {
 		o.Observe(at(ms), iu.Message{From: from, Updates: []iu.Update{{Type: typ, IU: iu.IU{ID: iu.ID(id), Payload: p, Created: at(ms), GroundedIn: groundedIn}}}})

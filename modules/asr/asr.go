@@ -49,7 +49,7 @@ type Utterance struct {
 	Text string
 	// Words are the committed words, in order.
 	Words []Word
-	// Start and End span the user's speech (from the VAD's end of turn, or the audio
+	// Start and End span the user's speech (from the end of turn, or the audio
 	// when the input ended without one).
 	Start, End time.Duration
 	// AudioStart and AudioEnd span the audio that was decoded (speech plus pre-roll and

@@ -14,7 +14,8 @@ import (
 
 // Config configures the ASR module and its engine.
 type Config struct {
-	// Engine names the recogniser: "pocketsphinx" or "whisper".
+	// Engine names the recogniser (the configuration reference lists the engines;
+	// empty: the default).
 	Engine string `yaml:"engine"`
 	// Hop is how much new audio triggers the next partial hypothesis (0: the engine's
 	// default, DefaultHop). Decodes never overlap: audio that arrives during one waits
@@ -37,7 +38,7 @@ type Config struct {
 	// of turn came, is never taken back.
 	Trailing time.Duration `yaml:"trailing"`
 	// Speculative starts the final decode when the turn's last speech segment has ended
-	// and Trailing audio followed, normally well before the VAD's end of turn, which then
+	// and Trailing audio followed, normally well before the end of turn, which then
 	// commits its words (or decodes again if speech resumed or ends elsewhere): the words
 	// are exactly those of a final decode started at the end of turn. It needs a
 	// FinalDecoder. Costs: decodes that resumed speech throws away, and pocketsphinx's
@@ -57,9 +58,6 @@ type Config struct {
 	// before the end of turn (as uncommitted words with stability 1), so that a reply
 	// can be prepared for the transcript the turn will most likely end with.
 	EarlyFinal bool `yaml:"early_final"`
-	// EndOfTurnFrom, when set, names the only module whose end-of-turn IUs end the
-	// user's turn (another end-of-turn policy than the VAD's own silence).
-	EndOfTurnFrom string `yaml:"-"`
 	// History is how much recent audio is kept for the pre-roll of the next utterance;
 	// it must cover the VAD's onset confirmation delay plus padding and PreRoll.
 	History time.Duration `yaml:"history"`
@@ -75,11 +73,10 @@ type Config struct {
 	Pocketsphinx PocketsphinxConfig `yaml:"pocketsphinx"`
 }
 
-// DefaultConfig returns the defaults: pocketsphinx (the engine that works without
-// downloads), the engine's hop, LocalAgreement-2 and speculative final decoding.
+// DefaultConfig returns the defaults: the default engine (Engine empty), the engine's
+// hop, LocalAgreement-2 and speculative final decoding.
 func DefaultConfig() Config {
 	return Config{
-		Engine:       "pocketsphinx",
 		Agreement:    2,
 		PreRoll:      200 * time.Millisecond,
 		Trailing:     300 * time.Millisecond,
@@ -112,10 +109,11 @@ func (c Config) EffectiveHop() time.Duration {
 	return DefaultHop(c.Engine)
 }
 
-// Module is the ASR module. It consumes audio.Frame IUs (16 kHz mono) and vad.Segment
-// and vad.EndOfTurn IUs: a segment's onset starts an utterance (with pre-roll audio) or
-// continues the current one, the end of turn triggers the final decode, or confirms the
-// speculative one the end of the segment before started (Config.Speculative). With
+// Module is the ASR module. It consumes audio.Frame IUs (16 kHz mono), the VAD's
+// vad.Segment IUs and its vad.EndOfStream, and the end-of-turn policy's vad.EndOfTurn
+// IUs: a segment's onset starts an utterance (with pre-roll audio) or continues the
+// current one, the end of turn triggers the final decode, or confirms the speculative
+// one the end of the segment before started (Config.Speculative). With
 // Config.DecodeLinear it decodes an echo canceller's linear output in place of the
 // audio.Frame of the same stretch that follows it. It produces Word and Utterance IUs.
 type Module struct {
@@ -158,7 +156,7 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	}
 	defer r.cancelJob()
 	for {
-		if r.inputDone && r.running == nil && len(r.queue) == 0 {
+		if (r.inputDone || r.speechEnded && r.cur == nil) && r.running == nil && len(r.queue) == 0 {
 			return nil
 		}
 		ev, err := p.Next(ctx, time.Time{})
@@ -225,6 +223,8 @@ type runner struct {
 	cancel    context.CancelFunc // cancels the job in flight
 	jobs      int                // jobs started, for their sequence numbers
 	inputDone bool
+	// speechEnded: the VAD heard the whole stream (vad.EndOfStream); no audio follows.
+	speechEnded bool
 }
 
 type audioRef struct {
@@ -394,15 +394,15 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 			}
 		}
 	case vad.EndOfTurn:
-		if from := r.m.cfg.EndOfTurnFrom; up.Type == iu.Add && (from == "" || up.IU.ID.Creator() == from) {
+		if up.Type == iu.Add {
 			r.endOfTurn(pl)
 		}
-	case audio.EndOfStream:
-		// The end-of-turn policy passes the stream's end on after its last end of turn:
-		// nothing more will come. (The ASR and that policy read each other, so neither
-		// would otherwise see its input end.)
-		if from := r.m.cfg.EndOfTurnFrom; from != "" && up.Type == iu.Add && up.IU.ID.Creator() == from {
-			r.endInput()
+	case vad.EndOfStream:
+		// No audio or segment will come; the utterance in progress waits only for its
+		// end of turn. (The recogniser and the end-of-turn policy read each other, so
+		// neither would otherwise see its input end.)
+		if up.Type == iu.Add {
+			r.speechEnded = true
 		}
 	}
 	return nil // frame commits carry nothing new for the ASR
@@ -687,7 +687,7 @@ func (r *runner) schedule(ctx context.Context) {
 		return
 	}
 	j := job{seq: r.jobs + 1, u: u}
-	if u.complete(r.inputDone) {
+	if u.complete(r.inputDone || r.speechEnded) {
 		if u.recv < u.end {
 			// The input ended before all the audio came.
 			if r.decodesEnd() {
@@ -698,10 +698,10 @@ func (r *runner) schedule(ctx context.Context) {
 		}
 	}
 	switch specEnd, specDue := r.speculation(u); {
-	case u.complete(r.inputDone) && !r.decodesEnd():
+	case u.complete(r.inputDone || r.speechEnded) && !r.decodesEnd():
 		j.kind, j.start, j.feed = jobFinal, !u.started, u.span(u.fed, u.recv)
 		u.fed, u.started = u.recv, true
-	case u.complete(r.inputDone):
+	case u.complete(r.inputDone || r.speechEnded):
 		if u.fin != nil {
 			return // done, and committed by advance
 		}

@@ -12,10 +12,15 @@ import (
 	"github.com/parley-voice/parley/modules/llm"
 )
 
+// Clause is a clause of the LLM's that the module held until its reply was complete
+// (kind "clause", as the LLM's; the TTS speaks it as it would the LLM's). Its own type
+// tells it from the LLM's clauses, which time the LLM.
+type Clause struct{ llm.Clause }
+
 // Module holds each turn's committed clauses (llm.Clause) until the turn's reply
-// (llm.Reply) arrives, then sends them as its own IUs, grounded in the LLM's. It drops a
-// turn's clauses when the turn is interrupted (a control.Interrupt, or an interrupted
-// reply).
+// (llm.Reply) arrives, then sends them as its own Clause IUs, grounded in the LLM's. It
+// drops a turn's clauses when the turn is interrupted (a control.Interrupt, or an
+// interrupted reply).
 type Module struct{ name string }
 
 // New returns a hold module.
@@ -54,7 +59,7 @@ func (h *Module) Run(ctx context.Context, p *iu.Ports) error {
 					continue
 				}
 				for _, c := range clauses {
-					u := p.NewIU(c.Payload, c.ID)
+					u := p.NewIU(Clause{c.Payload.(llm.Clause)}, c.ID)
 					if err := p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
 						return err
 					}

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
@@ -40,18 +39,14 @@ type Options struct {
 	// EndTimeout is the longest the manager waits after the stream ended for a reply to
 	// finish; default 120 s.
 	EndTimeout time.Duration
-	// EndOfTurnFrom, when set, names the only module whose end-of-turn IUs (and end of
-	// the stream, passed on after them) the manager follows: another end-of-turn
-	// policy than the VAD's own silence.
-	EndOfTurnFrom string
 	// Origin is the clock time the session's timeline starts at: the input stream's
 	// positions and the speaker's output timeline count from it (zero: when Run starts).
 	Origin time.Time
 }
 
 // Module is the dialogue manager as a network module. Its producers are the VAD (which
-// also passes on the end of a recorded stream), the ASR, the LLM, the TTS and the
-// speaker; its consumers are the LLM, the TTS and the speaker (control commands), and
+// also says when a recorded stream ended), the end-of-turn policy, the ASR, the LLM, the
+// TTS and the speaker; its consumers are the LLM, the TTS and the speaker (control commands), and
 // anything that shows the conversation (state and agent-turn IUs).
 type Module struct {
 	name  string
@@ -181,7 +176,7 @@ func (c *conversation) update(ctx context.Context, up iu.Update) error {
 			return c.handle(ctx, turntaking.Event{SpeechResume: &turntaking.SpeechResume{}})
 		}
 	case vad.EndOfTurn:
-		if from := c.m.opts.EndOfTurnFrom; up.Type == iu.Add && (from == "" || u.ID.Creator() == from) {
+		if up.Type == iu.Add {
 			c.eotPending = true
 			return c.handle(ctx, turntaking.Event{EndOfTurn: &turntaking.EndOfTurn{SpeechEnd: c.at(pl.SpeechEnd)}})
 		}
@@ -225,10 +220,10 @@ func (c *conversation) update(ctx context.Context, up iu.Update) error {
 		}
 	case speaker.Progress:
 		return c.progress(ctx, pl)
-	case audio.EndOfStream:
-		// Passed on by the VAD (or the end-of-turn policy) after its last segment and
-		// end of turn.
-		if from := c.m.opts.EndOfTurnFrom; up.Type == iu.Add && (from == "" || u.ID.Creator() == from) {
+	case vad.EndOfStream:
+		// The VAD sends it after its last segment; a turn the end-of-turn policy has
+		// still to end keeps the conversation going (userOpen).
+		if up.Type == iu.Add {
 			c.streamEnded = true
 			c.endBy = c.p.Now().Add(c.m.opts.EndTimeout)
 		}

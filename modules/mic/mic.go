@@ -48,11 +48,12 @@ type Config struct {
 	// Channels is the capture channel count; 0 for mono if the device takes it, else
 	// stereo.
 	Channels int `yaml:"channels" json:"channels"`
-	// Latency is the suggested input latency (20 ms when zero).
+	// Latency is the suggested input latency (DefaultLatency when zero).
 	Latency time.Duration `yaml:"latency" json:"latency"`
 	// FramesPerBuffer fixes the callback size; 0 lets the host choose.
 	FramesPerBuffer int `yaml:"frames_per_buffer" json:"frames_per_buffer"`
-	// FrameDuration is the length of the emitted audio frames (20 ms).
+	// FrameDuration is the length of the emitted audio frames (0:
+	// audio.DefaultFrameDuration).
 	FrameDuration time.Duration `yaml:"frame_duration" json:"frame_duration"`
 	// Queue is how much captured audio may wait for the module before the newest is
 	// dropped (500 ms). The module's local queue bounds it too: it holds the network's
@@ -82,12 +83,16 @@ type Config struct {
 	Host portaudio.Options `yaml:"-" json:"-"`
 }
 
+// DefaultLatency is the input latency a microphone suggests to its device unless
+// configured otherwise.
+const DefaultLatency = 20 * time.Millisecond
+
 func (c Config) withDefaults() Config {
 	if c.Latency == 0 {
-		c.Latency = 20 * time.Millisecond
+		c.Latency = DefaultLatency
 	}
 	if c.FrameDuration == 0 {
-		c.FrameDuration = 20 * time.Millisecond
+		c.FrameDuration = audio.DefaultFrameDuration
 	}
 	if c.Queue == 0 {
 		c.Queue = 500 * time.Millisecond

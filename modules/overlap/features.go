@@ -3,12 +3,14 @@ package overlap
 import (
 	"math"
 	"math/cmplx"
+
+	"github.com/parley-voice/parley/audio"
 )
 
 // The acoustic analysis runs on 16 kHz audio in frames of frameLen samples every hop
 // samples, each windowed and transformed with an fftLen-point FFT.
 const (
-	sampleRate = 16000
+	sampleRate = audio.PipelineRate
 	frameLen   = 400 // 25 ms
 	hop        = 160 // 10 ms
 	fftLen     = 512

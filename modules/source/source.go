@@ -54,9 +54,6 @@ const (
 	OnErrorSkip ErrorPolicy = "skip"
 )
 
-// DefaultFrameDuration is how much audio one IU carries unless configured otherwise.
-const DefaultFrameDuration = 20 * time.Millisecond
-
 // Config configures a source. The zero value is usable.
 type Config struct {
 	// FrameDuration is the length of each audio IU (20 ms by default).
@@ -80,7 +77,7 @@ type Config struct {
 // withDefaults fills in defaults and checks the values.
 func (c Config) withDefaults() (Config, error) {
 	if c.FrameDuration == 0 {
-		c.FrameDuration = DefaultFrameDuration
+		c.FrameDuration = audio.DefaultFrameDuration
 	}
 	if c.Pacing == "" {
 		c.Pacing = PaceClock

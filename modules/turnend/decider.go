@@ -159,18 +159,11 @@ func (d *Decider) Audio(pos time.Duration) *EndOfTurn {
 	return d.check()
 }
 
-// Fallback is the VAD's own end of turn (its longest silence): it ends the turn if the
-// policy has not ended it yet.
-func (d *Decider) Fallback(speechStart, speechEnd, silence time.Duration) *EndOfTurn {
-	if !d.active || d.segmentOpen {
-		return nil
-	}
-	eot := &EndOfTurn{SpeechStart: d.speechStart, SpeechEnd: speechEnd, Silence: silence, Reason: "silence (fallback)"}
-	if speechEnd < d.speechEnd {
-		eot.SpeechEnd = d.speechEnd
-	}
-	d.reset()
-	return eot
+// EndOfStream: the stream ended at end, and the VAD has reported all its speech. A turn
+// in progress ends there.
+func (d *Decider) EndOfStream(end time.Duration) *EndOfTurn {
+	d.pos = max(d.pos, end)
+	return d.Finish()
 }
 
 // Finish ends a turn in progress at the end of the stream.

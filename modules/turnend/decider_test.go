@@ -365,25 +365,6 @@ func TestInterruptionHoldsOneTurn(t *testing.T) {
 	}
 }
 
-func TestFallbackEndsOnlyAnOpenTurn(t *testing.T) {
-	d := NewDecider(Silence{After: 5 * time.Second}, Waits{FreshSlack: 300 * ms})
-	if e := d.Fallback(0, 1*time.Second, 700*ms); e != nil {
-		t.Fatalf("fallback without speech ended a turn: %+v", e)
-	}
-	d.SpeechStart(100 * ms)
-	if e := d.Fallback(100*ms, 1*time.Second, 700*ms); e != nil {
-		t.Fatalf("fallback during speech ended the turn: %+v", e)
-	}
-	d.SpeechEnd(1 * time.Second)
-	e := d.Fallback(100*ms, 1*time.Second, 700*ms)
-	if e == nil || e.SpeechStart != 100*ms || e.SpeechEnd != time.Second {
-		t.Fatalf("fallback = %+v", e)
-	}
-	if e := d.Fallback(100*ms, 1*time.Second, 700*ms); e != nil {
-		t.Fatalf("second fallback for the same turn: %+v", e)
-	}
-}
-
 func TestLexicon(t *testing.T) {
 	lex := mustLexicon(t, "en", []string{"please", "-the", "how about"})
 	for words, want := range map[string]bool{

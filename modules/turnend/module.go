@@ -23,11 +23,11 @@ type Completion interface {
 	TurnCompletion() (text string, p, pMax float64)
 }
 
-// Module ends the user's turn by a Policy. It consumes the user's audio (for the stream
-// position), the VAD's candidates, segments and end of turn (its longest silence, a
-// fallback), the recogniser's words and the LLM's completion estimates; it produces
-// vad.EndOfTurn IUs in place of the VAD's and passes the end of the stream on after them.
-// The manager's interrupts say that the turn in progress took the floor.
+// Module ends the user's turn by a Policy: it is the network's one producer of
+// vad.EndOfTurn IUs. It consumes the user's audio (for the stream position), the VAD's
+// candidates, segments and end of stream, the recogniser's words and the LLM's
+// completion estimates. The manager's interrupts say that the turn in progress took the
+// floor. Once the VAD's stream ended it ends the turn in progress and stops.
 type Module struct {
 	name   string
 	policy Policy
@@ -56,8 +56,8 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 		case iu.EventMessage:
 			for _, up := range ev.Message.Updates {
 				if err := a.update(ctx, up); errors.Is(err, errStreamEnded) {
-					// Its work is done; ending it ends the input of the modules it feeds,
-					// which also feed it.
+					// Its work is done; ending it ends its part in the input of the
+					// modules it feeds, which may also feed it.
 					return nil
 				} else if err != nil {
 					return err
@@ -67,7 +67,7 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	}
 }
 
-// errStreamEnded says the recording ended and was passed on.
+// errStreamEnded says the stream ended and its last turn was ended.
 var errStreamEnded = errors.New("turnend: the stream ended")
 
 // adapter turns IUs into Decider calls; it belongs to the module's goroutine.
@@ -106,10 +106,6 @@ func (a *adapter) update(ctx context.Context, up iu.Update) error {
 		case iu.Commit:
 			return a.emit(ctx, a.d.SpeechEnd(pl.End))
 		}
-	case vad.EndOfTurn:
-		if up.Type == iu.Add {
-			return a.emit(ctx, a.d.Fallback(pl.SpeechStart, pl.SpeechEnd, pl.Silence))
-		}
 	case asr.Word:
 		if pl.Utterance <= a.endedUtterance {
 			return nil
@@ -134,15 +130,13 @@ func (a *adapter) update(ctx context.Context, up iu.Update) error {
 			text, p, pMax := pl.TurnCompletion()
 			return a.emit(ctx, a.d.Completion(text, p, pMax))
 		}
-	case audio.EndOfStream:
+	case vad.EndOfStream:
+		// Taken from the VAD, not from the audio's own end: the VAD sends it after the
+		// last speech it found in the stream.
 		if up.Type != iu.Add {
 			return nil
 		}
-		if err := a.emit(ctx, a.d.Finish()); err != nil {
-			return err
-		}
-		eos := a.p.NewIU(pl, u.ID)
-		if err := a.p.Send(ctx, iu.AddOf(eos), iu.CommitOf(eos)); err != nil {
+		if err := a.emit(ctx, a.d.EndOfStream(pl.End)); err != nil {
 			return err
 		}
 		return errStreamEnded

@@ -3,7 +3,7 @@
 // "turn on the" is not) and on what a language model expects next. A Policy turns those
 // signals into the silence that must pass before the turn ends; the Decider (pure, no
 // clock) applies it to the VAD's segments and the recogniser's words as audio arrives,
-// and the Module adapts it to IUs, producing the same vad.EndOfTurn payload the VAD does.
+// and the Module adapts it to IUs, producing the network's vad.EndOfTurn IUs.
 package turnend
 
 import (
@@ -42,7 +42,8 @@ type Policy interface {
 	Decide(s Signals) Decision
 }
 
-// Silence ends the turn after a fixed silence, whatever was said: the classic policy.
+// Silence ends the turn after a fixed silence, whatever was said: the classic policy,
+// the incremental and turn-based pipelines'.
 type Silence struct{ After time.Duration }
 
 // Decide implements Policy.

@@ -1,7 +1,7 @@
 package vad
 
-// detector turns a stream of per-window speech probabilities into speech segments and
-// ends of turn, as they happen. Its segmentation is libwhisper's
+// detector turns a stream of per-window speech probabilities into speech segments as
+// they happen. Its segmentation is libwhisper's
 // (whisper_vad_segments_from_probs) made causal:
 //
 //   - speech starts at the first window whose probability reaches Threshold;
@@ -41,15 +41,13 @@ type detector struct {
 	open *openSegment
 	// candidate is set while a reported evCandidate awaits its onset or its drop.
 	candidate bool
-	// turn tracks the user's turn for end-of-turn events.
-	turn turnState
 }
 
 // detectorParams are Config's segmentation settings, in samples.
 type detectorParams struct {
 	threshold, negThreshold float32
 	minSpeech, minSilence   int64
-	pad, mergeGap, eot      int64
+	pad, mergeGap           int64
 	// pauseAfter, when above zero and below minSilence, reports tentative pauses.
 	pauseAfter int64
 }
@@ -60,13 +58,6 @@ type openSegment struct {
 	ended  bool  // rawEnd is set; waiting for MergeGap to pass
 }
 
-type turnState struct {
-	active      bool  // segments were reported since the last end of turn
-	speechStart int64 // padded start of the turn's first segment
-	speechEnd   int64 // padded end of the turn's last finished segment
-	segmentOpen bool  // a segment of the turn has not ended yet
-}
-
 // eventKind says what a detector event reports.
 type eventKind uint8
 
@@ -75,8 +66,6 @@ const (
 	evOnset eventKind = iota + 1
 	// evEnd: the segment reported by the last onset ended; End is its padded end.
 	evEnd
-	// evTurnEnd: silence after the turn's last segment reached the end-of-turn threshold.
-	evTurnEnd
 	// evCandidate: speech may be starting (the first window at the threshold while no
 	// segment is open); an evOnset confirms it or an evDropped withdraws it. Listeners
 	// that must react at once (pausing the agent's voice) use it.
@@ -102,8 +91,6 @@ func (k eventKind) String() string {
 		return "onset"
 	case evEnd:
 		return "end"
-	case evTurnEnd:
-		return "turn-end"
 	case evCandidate:
 		return "candidate"
 	case evDropped:
@@ -121,8 +108,7 @@ func (k eventKind) String() string {
 // event is something the detector found. Positions are stream sample indices.
 type event struct {
 	Kind eventKind
-	// Start and End of the segment (evOnset sets Start and RawStart, evEnd all three)
-	// or of the turn's speech (evTurnEnd).
+	// Start and End of the segment (evOnset sets Start and RawStart, evEnd all three).
 	Start, End int64
 	// RawStart is the first speech window of the segment, before padding.
 	RawStart int64
@@ -276,10 +262,6 @@ func (d *detector) onset(start int64, evs []event) []event {
 	}
 	d.open = &openSegment{start: start}
 	padded := max(start-d.p.pad, d.base)
-	if !d.turn.active {
-		d.turn = turnState{active: true, speechStart: padded}
-	}
-	d.turn.segmentOpen = true
 	d.candidate = false // confirmed
 	return append(evs, event{Kind: evOnset, Start: padded, RawStart: start, At: d.next})
 }
@@ -290,13 +272,10 @@ func (d *detector) finish(evs []event) []event {
 	d.open = nil
 	start := max(o.start-d.p.pad, d.base)
 	end := min(o.rawEnd+d.p.pad, d.limit)
-	d.turn.segmentOpen = false
-	d.turn.speechEnd = end
 	return append(evs, event{Kind: evEnd, Start: start, End: end, RawStart: o.start, At: d.next})
 }
 
-// settle finishes an ended segment once nothing can merge into it any more, and ends the
-// turn once the silence after it is long enough.
+// settle finishes an ended segment once nothing can merge into it any more.
 func (d *detector) settle(evs []event) []event {
 	if o := d.open; o != nil && o.ended {
 		// A candidate that started within the merge gap may still be kept and merge.
@@ -305,17 +284,11 @@ func (d *detector) settle(evs []event) []event {
 			evs = d.finish(evs)
 		}
 	}
-	t := &d.turn
-	if t.active && !t.segmentOpen && d.open == nil && !d.inSpeech && d.next-t.speechEnd >= d.p.eot {
-		evs = append(evs, event{Kind: evTurnEnd, Start: t.speechStart, End: t.speechEnd, At: d.next})
-		*t = turnState{}
-	}
 	return evs
 }
 
 // Finish ends the stream: a running candidate long enough to be speech becomes a
-// segment ending at the end of the stream, the open segment ends, and an open turn ends
-// however short the silence after it.
+// segment ending at the end of the stream, and the open segment ends.
 func (d *detector) Finish() []event {
 	var evs []event
 	if d.inSpeech {
@@ -331,10 +304,6 @@ func (d *detector) Finish() []event {
 			evs = append(evs, d.pause())
 		}
 		evs = d.finish(evs)
-	}
-	if d.turn.active {
-		evs = append(evs, event{Kind: evTurnEnd, Start: d.turn.speechStart, End: d.turn.speechEnd, At: d.next})
-		d.turn = turnState{}
 	}
 	return evs
 }

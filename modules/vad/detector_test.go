@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 )
 
 const testWindow = 512
@@ -144,11 +143,11 @@ func TestDetectorCandidates(t *testing.T) {
 		want  []eventKind
 	}{
 		{"a click is withdrawn", windows(0.0, 10, 0.9, 3, 0.0, 40), []eventKind{evCandidate, evDropped}},
-		{"speech is confirmed", windows(0.0, 10, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evEnd, evTurnEnd}},
-		{"a gap shorter than MinSilence is no pause", windows(0.0, 10, 0.9, 20, 0.0, 2, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evEnd, evTurnEnd}},
-		{"speech resumed within MergeGap voids the pause", windows(0.0, 10, 0.9, 20, 0.0, 5, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evResume, evPause, evEnd, evTurnEnd}},
+		{"speech is confirmed", windows(0.0, 10, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evEnd}},
+		{"a gap shorter than MinSilence is no pause", windows(0.0, 10, 0.9, 20, 0.0, 2, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evEnd}},
+		{"speech resumed within MergeGap voids the pause", windows(0.0, 10, 0.9, 20, 0.0, 5, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evResume, evPause, evEnd}},
 		{"two clicks", windows(0.0, 5, 0.9, 2, 0.0, 10, 0.9, 2, 0.0, 30), []eventKind{evCandidate, evDropped, evCandidate, evDropped}},
-		{"speech running into the end of the stream", windows(0.0, 5, 0.9, 30), []eventKind{evCandidate, evOnset, evPause, evEnd, evTurnEnd}},
+		{"speech running into the end of the stream", windows(0.0, 5, 0.9, 30), []eventKind{evCandidate, evOnset, evPause, evEnd}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,14 +172,14 @@ func TestDetectorEventTiming(t *testing.T) {
 	for i, e := range evs {
 		kinds[i] = e.Kind
 	}
-	if !slices.Equal(kinds, []eventKind{evCandidate, evOnset, evPause, evEnd, evTurnEnd}) {
+	if !slices.Equal(kinds, []eventKind{evCandidate, evOnset, evPause, evEnd}) {
 		t.Fatalf("events %v", kinds)
 	}
 	// Possible speech is announced by the first speech window, 250 ms before the onset.
 	if cand := evs[0]; cand.At != int64(10+1)*w || cand.RawStart != 10*w || cand.Start != 10*w-p.pad {
 		t.Errorf("candidate %+v, want it decided at the end of window 10", cand)
 	}
-	onset, pause, end, eot := evs[1], evs[2], evs[3], evs[4]
+	onset, pause, end := evs[1], evs[2], evs[3]
 	// The onset is confirmed as soon as the speech is sure to last more than MinSpeech:
 	// after the window that ends 250 ms past the start.
 	if wantAt := int64(10+8) * w; onset.At != wantAt {
@@ -204,46 +203,6 @@ func TestDetectorEventTiming(t *testing.T) {
 	if end.End != 30*w+p.pad {
 		t.Errorf("end %d, want %d", end.End, 30*w+p.pad)
 	}
-	// The turn ends once EndOfTurn of silence followed the padded end.
-	if eot.At < end.End+p.eot || eot.At > end.End+p.eot+w {
-		t.Errorf("end of turn at %d, want within a window after %d", eot.At, end.End+p.eot)
-	}
-	if eot.Start != onset.Start || eot.End != end.End {
-		t.Errorf("turn %d–%d, want %d–%d", eot.Start, eot.End, onset.Start, end.End)
-	}
-}
-
-func TestDetectorTurns(t *testing.T) {
-	p := defaultParams()
-	ms := func(d time.Duration) int { return int(d / (32 * time.Millisecond)) }
-	tests := []struct {
-		name  string
-		probs []float32
-		turns int
-		segs  int
-	}{
-		// Two segments 500 ms apart are one turn (end of turn is 700 ms).
-		{"pause shorter than end of turn", windows(0.0, 5, 0.9, 20, 0.0, ms(500*time.Millisecond), 0.9, 20, 0.0, 40), 1, 2},
-		{"pause longer than end of turn", windows(0.0, 5, 0.9, 20, 0.0, ms(1200*time.Millisecond), 0.9, 20, 0.0, 40), 2, 2},
-		// A blip during the end-of-turn silence holds the end of turn until it is known
-		// to be noise, but does not start a new segment.
-		{"blip delays but does not prevent the end of turn", windows(0.0, 5, 0.9, 20, 0.0, 18, 0.9, 5, 0.0, 40), 1, 1},
-		{"input ends during speech", windows(0.0, 5, 0.9, 20), 1, 1},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			segs, evs := stream(tc.probs, p, int64(len(tc.probs))*testWindow)
-			turns := 0
-			for _, e := range evs {
-				if e.Kind == evTurnEnd {
-					turns++
-				}
-			}
-			if turns != tc.turns || len(segs) != tc.segs {
-				t.Fatalf("%d turns, %d segments; want %d, %d (%v)", turns, len(segs), tc.turns, tc.segs, evs)
-			}
-		})
-	}
 }
 
 // TestDetectorMatchesBatch drives the detector with random probability sequences and
@@ -263,12 +222,12 @@ func TestDetectorTentativePauses(t *testing.T) {
 		probs []float32
 		want  []eventKind
 	}{
-		{"the speech ends", windows(0.0, 10, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evPauseSure, evEnd, evTurnEnd}},
-		{"a gap shorter than MinSilence withdraws it", windows(0.0, 10, 0.9, 20, 0.0, 2, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evResume, evPause, evPauseSure, evEnd, evTurnEnd}},
-		{"one silent window is no pause yet", windows(0.0, 10, 0.9, 20, 0.0, 1, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evPauseSure, evEnd, evTurnEnd}},
-		{"speech resumed within MergeGap", windows(0.0, 10, 0.9, 20, 0.0, 5, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evPauseSure, evResume, evPause, evPauseSure, evEnd, evTurnEnd}},
-		{"speech running into the end of the stream", windows(0.0, 5, 0.9, 30), []eventKind{evCandidate, evOnset, evPause, evEnd, evTurnEnd}},
-		{"a tentative pause at the end of the stream", windows(0.0, 5, 0.9, 30, 0.0, 2), []eventKind{evCandidate, evOnset, evPause, evResume, evPause, evEnd, evTurnEnd}},
+		{"the speech ends", windows(0.0, 10, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evPauseSure, evEnd}},
+		{"a gap shorter than MinSilence withdraws it", windows(0.0, 10, 0.9, 20, 0.0, 2, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evResume, evPause, evPauseSure, evEnd}},
+		{"one silent window is no pause yet", windows(0.0, 10, 0.9, 20, 0.0, 1, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evPauseSure, evEnd}},
+		{"speech resumed within MergeGap", windows(0.0, 10, 0.9, 20, 0.0, 5, 0.9, 20, 0.0, 60), []eventKind{evCandidate, evOnset, evPause, evPauseSure, evResume, evPause, evPauseSure, evEnd}},
+		{"speech running into the end of the stream", windows(0.0, 5, 0.9, 30), []eventKind{evCandidate, evOnset, evPause, evEnd}},
+		{"a tentative pause at the end of the stream", windows(0.0, 5, 0.9, 30, 0.0, 2), []eventKind{evCandidate, evOnset, evPause, evResume, evPause, evEnd}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -300,10 +259,10 @@ func TestDetectorMatchesBatch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	params := []detectorParams{
 		defaultParams(),
-		{threshold: 0.5, negThreshold: 0.35, minSpeech: 0, minSilence: 0, pad: 0, mergeGap: 0, eot: 3200},
-		{threshold: 0.6, negThreshold: 0.2, minSpeech: 1600, minSilence: 3200, pad: 800, mergeGap: 1000, eot: 8000},
+		{threshold: 0.5, negThreshold: 0.35, minSpeech: 0, minSilence: 0, pad: 0, mergeGap: 0},
+		{threshold: 0.6, negThreshold: 0.2, minSpeech: 1600, minSilence: 3200, pad: 800, mergeGap: 1000},
 		withPauseAfter(defaultParams(), testWindow),
-		{threshold: 0.6, negThreshold: 0.2, minSpeech: 1600, minSilence: 3200, pad: 800, mergeGap: 1000, eot: 8000, pauseAfter: 1000},
+		{threshold: 0.6, negThreshold: 0.2, minSpeech: 1600, minSilence: 3200, pad: 800, mergeGap: 1000, pauseAfter: 1000},
 	}
 	for iter := 0; iter < 3000; iter++ {
 		p := params[iter%len(params)]
@@ -329,7 +288,7 @@ func TestDetectorMatchesBatch(t *testing.T) {
 
 func checkEventOrder(t *testing.T, evs []event) {
 	t.Helper()
-	open, turn, paused, tentative := false, false, false, false
+	open, paused, tentative := false, false, false
 	var last, pauseEnd int64
 	for _, e := range evs {
 		if e.At < last {
@@ -344,7 +303,7 @@ func checkEventOrder(t *testing.T, evs []event) {
 			if e.At < e.RawStart {
 				t.Fatalf("onset reported before it happened: %v", e)
 			}
-			open, turn = true, true
+			open = true
 		case evPause:
 			if !open || paused {
 				t.Fatalf("pause without an open segment or twice: %v", evs)
@@ -368,15 +327,10 @@ func checkEventOrder(t *testing.T, evs []event) {
 				t.Fatalf("end %v without a sure pause at its end (paused %v, tentative %v, at %d): %v", e, paused, tentative, pauseEnd, evs)
 			}
 			open, paused = false, false
-		case evTurnEnd:
-			if open || !turn {
-				t.Fatalf("turn end while a segment is open or without speech: %v", evs)
-			}
-			turn = false
 		}
 	}
-	if open || turn {
-		t.Fatalf("stream finished with an open segment or turn: %v", evs)
+	if open {
+		t.Fatalf("stream finished with an open segment: %v", evs)
 	}
 }
 

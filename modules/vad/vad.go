@@ -1,8 +1,10 @@
 // Package vad is the voice activity module: it scores the user's audio for speech as it
-// arrives (with a Scorer: Silero VAD, which package silero opens), reports each stretch
-// of user speech as a vad.Segment IU and the end of the user's turn as a vad.EndOfTurn
-// IU. It also follows the agent's own speaking state, so
-// that a segment says whether the user started speaking while the agent was audible.
+// arrives (with a Scorer: Silero VAD, which package silero opens) and reports each
+// stretch of user speech as a vad.Segment IU, announced by a vad.Candidate and, as it
+// ends, a vad.Pause. It also follows the agent's own speaking state, so that a segment
+// says whether the user started speaking while the agent was audible. Whether a silence
+// ends the user's turn is not the VAD's to say: package turnend decides it and sends
+// the vad.EndOfTurn IUs, a payload defined here beside the segments it spans.
 package vad
 
 import (
@@ -15,9 +17,6 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/iu"
 )
-
-// DefaultModelFile is the file name of the Silero VAD model Parley uses.
-const DefaultModelFile = "ggml-silero-v6.2.0.bin"
 
 // Config configures the VAD module. The segmentation defaults are libwhisper's
 // (whisper_vad_default_params), so that `agent vad` and whisper.cpp's own tools agree.
@@ -44,7 +43,9 @@ type Config struct {
 	// MergeGap joins segments separated by less silence than this (libwhisper: 200 ms).
 	// A segment's end is reported only once this much silence followed it.
 	MergeGap time.Duration `yaml:"merge_gap"`
-	// EndOfTurn is the silence after the last segment that ends the user's turn.
+	// EndOfTurn is the silence after the last segment that ends the user's turn under
+	// the silence policy (modules/turnend, the incremental and turn-based pipelines'),
+	// as the VAD hears it: HeardSilence.
 	EndOfTurn time.Duration `yaml:"end_of_turn"`
 	// PauseAfter reports a tentative pause (Pause.Tentative) once this much silence
 	// followed the open segment's speech, before MinSilence makes it sure: for listeners
@@ -95,7 +96,7 @@ func (c Config) params() detectorParams {
 	return detectorParams{
 		threshold: c.Threshold, negThreshold: neg,
 		minSpeech: n(c.MinSpeech), minSilence: n(c.MinSilence),
-		pad: n(c.SpeechPad), mergeGap: n(c.MergeGap), eot: n(c.EndOfTurn),
+		pad: n(c.SpeechPad), mergeGap: n(c.MergeGap),
 		pauseAfter: n(c.PauseAfter),
 	}
 }
@@ -181,14 +182,14 @@ func (c Candidate) Summary() string {
 }
 
 // EndOfTurn is the payload that ends the user's turn (kind "eot"), ADDed and COMMITted
-// at once when the silence after the turn's last segment reached the threshold (or the
-// input ended). Other end-of-turn policies can produce the same payload.
+// at once. Package turnend sends it, when its policy's silence followed the turn's last
+// segment (or the stream ended); it spans the segments the VAD reported.
 type EndOfTurn struct {
 	// SpeechStart and SpeechEnd span the turn's speech (padded segment bounds).
 	SpeechStart, SpeechEnd time.Duration
 	// Silence is how much silence followed SpeechEnd when the turn was ended.
 	Silence time.Duration
-	// Reason says which policy ended the turn ("" for the VAD's own silence threshold).
+	// Reason says why the policy ended the turn.
 	Reason string
 }
 
@@ -202,6 +203,19 @@ func (e EndOfTurn) Summary() string {
 		s += " (" + e.Reason + ")"
 	}
 	return s
+}
+
+// EndOfStream is the payload the VAD sends when its audio stream ended (kind
+// "vad-eos"), after its last candidate, pause and segment: no more of the user's speech
+// will be reported. End is where the stream ended.
+type EndOfStream struct{ End time.Duration }
+
+// Kind implements iu.Payload.
+func (EndOfStream) Kind() string { return "vad-eos" }
+
+// Summary implements iu.Payload.
+func (e EndOfStream) Summary() string {
+	return fmt.Sprintf("the VAD heard the whole stream (%.2fs)", e.End.Seconds())
 }
 
 // Scorer scores audio for speech, 16 kHz mono, window by window; package silero opens
@@ -220,9 +234,10 @@ type Scorer interface {
 // audible is what the VAD needs from the speaker's progress IUs.
 type audible interface{ Audible() bool }
 
-// Module is the VAD module. It consumes audio.Frame IUs (16 kHz mono) and any payload
-// with an Audible() bool method (the speaker's progress), and produces Segment and
-// EndOfTurn IUs; it forwards nothing else.
+// Module is the VAD module. It consumes audio.Frame IUs (16 kHz mono), the
+// audio.EndOfStream that ends them, and any payload with an Audible() bool method (the
+// speaker's progress), and produces Candidate, Pause and Segment IUs and, after the last
+// of them, an EndOfStream; it forwards nothing.
 type Module struct {
 	name   string
 	cfg    Config
@@ -236,6 +251,19 @@ type Module struct {
 // an audio IU's creation (by the microphone or the recording's source) to the end of its
 // scoring, over every Run so far. Zero on a virtual clock, where computing takes no time.
 func (m *Module) MaxLag() time.Duration { return time.Duration(m.maxLag.Load()) }
+
+// HeardSilence returns the silence after a segment's padded end at which the VAD has
+// heard at least d of it. A segment's speech ends where a scored window begins, and
+// silence is heard a whole window at a time from there, so d is rounded up to the end
+// of the window that completes it: a turn-end policy that waits for the VAD's
+// end_of_turn waits this long.
+func (m *Module) HeardSilence(d time.Duration) time.Duration {
+	n := func(d time.Duration) int64 { return audio.DurationToSamples(d, audio.PipelineRate) }
+	w := int64(m.scorer.WindowSize())
+	pad := n(m.cfg.SpeechPad)
+	windows := (pad + n(d) + w - 1) / w
+	return dur(windows*w - pad)
+}
 
 // New returns a VAD module that scores with s. The caller keeps ownership of s.
 func New(name string, cfg Config, s Scorer) (*Module, error) {
@@ -289,8 +317,7 @@ type runner struct {
 	open      *iu.IU
 	candidate *iu.IU // the possible speech awaiting confirmation
 	pause     *iu.IU // the open segment's pause, until it resumes or the segment ends
-	turnSegs  []iu.ID
-	finished  bool // the stream ended and the detector was flushed
+	finished  bool   // the stream ended and the detector was flushed
 }
 
 type frameRef struct {
@@ -309,14 +336,14 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 	case audio.EndOfStream:
 		// In an agent network the VAD's input ends only after the modules reading its
 		// output have stopped, so it flushes here, and passes the end on after its last
-		// segment and end of turn: whoever reads the VAD knows the user has finished.
+		// segment: whoever reads the VAD knows the user has finished.
 		if up.Type != iu.Add {
 			return nil
 		}
 		if err := r.finish(ctx); err != nil {
 			return err
 		}
-		u := r.p.NewIU(pl, up.IU.ID)
+		u := r.p.NewIU(EndOfStream{End: pl.End()}, up.IU.ID)
 		if err := r.p.Send(ctx, iu.AddOf(u), iu.CommitOf(u)); err != nil {
 			return fmt.Errorf("vad: %w", err)
 		}
@@ -410,7 +437,7 @@ func (r *runner) finish(ctx context.Context) error {
 	return r.flush(ctx)
 }
 
-// flush ends whatever segment and turn are running.
+// flush ends whatever segment is running.
 func (r *runner) flush(ctx context.Context) error {
 	if r.det == nil {
 		return nil
@@ -457,7 +484,6 @@ func (r *runner) events(ctx context.Context, evs []event) error {
 			}
 			u := r.p.NewIU(seg, r.grounding(ev.Start, ev.At)...)
 			r.open = &u
-			r.turnSegs = append(r.turnSegs, u.ID)
 			ups = append(ups, iu.AddOf(u))
 		case evPause:
 			if r.open == nil {
@@ -487,11 +513,6 @@ func (r *runner) events(ctx context.Context, evs []event) error {
 			u.Payload = seg
 			r.open = nil
 			ups = append(ups, iu.CommitOf(u))
-		case evTurnEnd:
-			eot := EndOfTurn{SpeechStart: dur(ev.Start), SpeechEnd: dur(ev.End), Silence: dur(ev.At - ev.End)}
-			u := r.p.NewIU(eot, r.turnSegs...)
-			r.turnSegs = nil
-			ups = append(ups, iu.AddOf(u), iu.CommitOf(u))
 		}
 		if err := r.p.Send(ctx, ups...); err != nil {
 			return fmt.Errorf("vad: %w", err)

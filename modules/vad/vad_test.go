@@ -13,8 +13,17 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := good.params()
-	if p.negThreshold != 0.35 || p.minSpeech != 4000 || p.minSilence != 1600 || p.pad != 480 || p.mergeGap != 3200 || p.eot != 11200 {
+	if p.negThreshold != 0.35 || p.minSpeech != 4000 || p.minSilence != 1600 || p.pad != 480 || p.mergeGap != 3200 {
 		t.Fatalf("default params %+v", p)
+	}
+	// The 700 ms end of turn after the padded end (30 ms) is heard at the end of the
+	// 23rd 32 ms window after the raw end: 706 ms.
+	m, err := New("vad", good, &slowScorer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.HeardSilence(good.EndOfTurn); got != 706*time.Millisecond {
+		t.Errorf("HeardSilence(%v) = %v, want 706ms", good.EndOfTurn, got)
 	}
 	for name, mod := range map[string]func(*Config){
 		"zero threshold":      func(c *Config) { c.Threshold = 0 },

@@ -17,6 +17,7 @@ import (
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/source"
+	"github.com/parley-voice/parley/modules/turnend"
 	"github.com/parley-voice/parley/modules/vad"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -191,12 +192,13 @@ type PipelineOptions struct {
 
 // PipelineRun is what the consumers of a pipeline saw.
 type PipelineRun struct {
-	ASR, VAD []Received
+	ASR, VAD, TurnEnd []Received
 }
 
-// RunPipeline runs source → vad → asr on path, the way the agent listens, with the VAD
-// scoring with scorer under vadCfg and the ASR recognising with e, and returns what the
-// ASR and the VAD sent.
+// RunPipeline runs source → vad → turn-end → asr on path, the way the agent listens
+// (the turn ends after the VAD's end_of_turn of silence), with the VAD scoring with
+// scorer under vadCfg and the ASR recognising with e, and returns what the ASR, the VAD
+// and the turn-end module sent.
 func RunPipeline(t testing.TB, path string, vadCfg vad.Config, scorer vad.Scorer, cfg asr.Config, e asr.Engine, o PipelineOptions) PipelineRun {
 	t.Helper()
 	var opts []iu.Option
@@ -217,15 +219,17 @@ func RunPipeline(t testing.TB, path string, vadCfg vad.Config, scorer vad.Scorer
 	if err != nil {
 		t.Fatal(err)
 	}
+	te := turnend.New("turn-end", turnend.Silence{After: v.HeardSilence(vadCfg.EndOfTurn)}, turnend.Waits{})
 	m, err := asr.New("asr", cfg, e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var run PipelineRun
-	if err := net.Add(src, v, m, Collector("sink", &run.ASR), Collector("vad-sink", &run.VAD)); err != nil {
+	if err := net.Add(src, v, te, m, Collector("sink", &run.ASR), Collector("vad-sink", &run.VAD), Collector("turn-end-sink", &run.TurnEnd)); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range [][2]string{{"source", "vad"}, {"source", "asr"}, {"vad", "asr"}, {"asr", "sink"}, {"vad", "vad-sink"}} {
+	for _, c := range [][2]string{{"source", "vad"}, {"source", "asr"}, {"vad", "asr"}, {"asr", "sink"}, {"vad", "vad-sink"},
+		{"source", "turn-end"}, {"vad", "turn-end"}, {"turn-end", "asr"}, {"turn-end", "turn-end-sink"}} {
 		if err := net.ConnectNames(c[0], c[1]); err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/internal/wer"
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/asr/asrtest"
 	"github.com/parley-voice/parley/modules/asr/sphinx"
@@ -54,7 +55,7 @@ func listen(t testing.TB, path string, cfg asr.Config, e asr.Engine, o asrtest.P
 	}
 	whisper.SetLogger(whisper.LogNone, nil)
 	vc := vad.DefaultConfig()
-	vc.Model = testenv.SharedFile(t, "models/"+vad.DefaultModelFile)
+	vc.Model = testenv.SharedFile(t, "models/"+modelstore.DefaultFile(modelstore.KindVAD))
 	scorer, err := silero.Open(vc)
 	if err != nil {
 		t.Fatal(err)
@@ -485,7 +486,7 @@ func BenchmarkPocketsphinxStreaming(b *testing.B) {
 // BenchmarkFinalLatency plays shared recordings in real time through the real VAD and
 // the ASR with pocketsphinx (final pass on) and reports how long after the end of turn
 // each utterance is committed (eot-to-utterance-ms: the mean over the turns, measured
-// where the ASR's and the VAD's consumers receive them), with speculative final
+// where the ASR's and the turn-end module's consumers receive them), with speculative final
 // decoding ("speculative") and without ("at-end-of-turn"); and the time the engine
 // spent in FinalOf decodes per turn (final-decode-ms, dropped speculations included).
 // "engine-final" hides FinalOf from the module, which then ends each turn with the
@@ -517,7 +518,7 @@ func BenchmarkFinalLatency(b *testing.B) {
 				for b.Loop() {
 					run := listen(b, path, cfg, eng, asrtest.PipelineOptions{RealClock: true})
 					var eots, utts []time.Time
-					for _, r := range run.VAD {
+					for _, r := range run.TurnEnd {
 						if _, ok := r.Up.IU.Payload.(vad.EndOfTurn); ok && r.Up.Type == iu.Add {
 							eots = append(eots, r.When)
 						}

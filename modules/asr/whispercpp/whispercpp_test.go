@@ -8,6 +8,7 @@ import (
 	"github.com/parley-voice/parley/engines/ggml"
 	"github.com/parley-voice/parley/engines/whisper"
 	"github.com/parley-voice/parley/internal/testenv"
+	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/asr/asrtest"
 	"github.com/parley-voice/parley/modules/vad"
@@ -31,7 +32,7 @@ func listen(t testing.TB, path string, cfg asr.Config, e asr.Engine, o asrtest.P
 	}
 	whisper.SetLogger(whisper.LogNone, nil)
 	vc := vad.DefaultConfig()
-	vc.Model = testenv.SharedFile(t, "models/"+vad.DefaultModelFile)
+	vc.Model = testenv.SharedFile(t, "models/"+modelstore.DefaultFile(modelstore.KindVAD))
 	scorer, err := silero.Open(vc)
 	if err != nil {
 		t.Fatal(err)

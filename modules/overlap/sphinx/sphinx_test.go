@@ -16,6 +16,7 @@ import (
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/internal/voices"
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/overlap"
 	"github.com/parley-voice/parley/modules/overlap/sphinx"
@@ -50,7 +51,7 @@ func openVAD(t testing.TB) *vad.Module {
 	}
 	whisper.SetLogger(whisper.LogNone, nil)
 	cfg := vad.DefaultConfig()
-	cfg.Model = testenv.SharedFile(t, "models/"+vad.DefaultModelFile)
+	cfg.Model = testenv.SharedFile(t, "models/"+modelstore.DefaultFile(modelstore.KindVAD))
 	scorer, err := silero.Open(cfg)
 	if err != nil {
 		t.Fatal(err)

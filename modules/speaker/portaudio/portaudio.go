@@ -29,7 +29,7 @@ type Config struct {
 	Rate int `yaml:"rate" json:"rate"`
 	// Channels is the channel count; 0 for mono if the device takes it, else stereo.
 	Channels int `yaml:"channels" json:"channels"`
-	// Latency is the suggested output latency (50 ms when zero). Lower makes Pause and
+	// Latency is the suggested output latency (DefaultLatency when zero). Lower makes Pause and
 	// Interrupt tighter; too low for the machine makes the audio break up.
 	Latency time.Duration `yaml:"latency" json:"latency"`
 	// FramesPerBuffer fixes the callback size; 0 lets the host choose.
@@ -52,12 +52,16 @@ type Opened struct {
 	Latency         time.Duration
 }
 
+// DefaultLatency is the output latency the speaker suggests to its device unless
+// configured otherwise (the agent's audio.output_latency).
+const DefaultLatency = 50 * time.Millisecond
+
 // New returns a speaker module that plays through a PortAudio output device in real
 // time. It needs the real clock.
 func New(name string, cfg Config) (*speaker.Speaker, error) {
 	cfg.Options = cfg.Options.WithDefaults()
 	if cfg.Latency == 0 {
-		cfg.Latency = 50 * time.Millisecond
+		cfg.Latency = DefaultLatency
 	}
 	if cfg.Latency < 0 || cfg.Rate < 0 || cfg.Channels < 0 || cfg.FramesPerBuffer < 0 {
 		return nil, fmt.Errorf("speaker: negative latency, rate, channels or frames per buffer in %+v", cfg)

@@ -18,7 +18,9 @@ import (
 	"github.com/parley-voice/parley/engines/whisper"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modelstore"
 	"github.com/parley-voice/parley/modules/source"
+	"github.com/parley-voice/parley/modules/turnend"
 	"github.com/parley-voice/parley/modules/vad"
 	"github.com/parley-voice/parley/modules/vad/silero"
 )
@@ -31,7 +33,7 @@ func modelPath(t testing.TB) string {
 		testenv.Missing(t, "a ggml CPU backend", testenv.EnvFix)
 	}
 	whisper.SetLogger(whisper.LogNone, nil)
-	return testenv.SharedFile(t, "models/"+vad.DefaultModelFile)
+	return testenv.SharedFile(t, "models/"+modelstore.DefaultFile(modelstore.KindVAD))
 }
 
 // openVAD returns a VAD module scoring with Silero through libwhisper, as the agent
@@ -126,7 +128,7 @@ func speaker(from, to time.Duration) iu.Module {
 type runResult struct {
 	segments []vad.Segment // committed, in order
 	adds     []received
-	eots     []vad.EndOfTurn
+	eots     []vad.EndOfTurn // from the end-of-turn module
 	all      []received
 	audioIDs map[iu.ID]audio.Frame
 
@@ -142,7 +144,8 @@ type runResult struct {
 	resumed    int
 }
 
-// runVAD plays path through a VAD module on a virtual clock.
+// runVAD plays path through a VAD module on a virtual clock, with the end-of-turn module
+// ending turns after the VAD's end_of_turn of silence (as the incremental pipeline does).
 func runVAD(t *testing.T, path string, cfg vad.Config, tail time.Duration, extra ...iu.Module) runResult {
 	t.Helper()
 	clk := clock.NewVirtual(virtualStart)
@@ -154,11 +157,12 @@ func runVAD(t *testing.T, path string, cfg vad.Config, tail time.Duration, extra
 	}
 	cfg.Model = modelPath(t)
 	v := openVAD(t, cfg)
-	var got, audioSeen []received
-	if err := net.Add(src, v, collector("sink", &got), collector("audio", &audioSeen)); err != nil {
+	te := turnend.New("turn-end", turnend.Silence{After: v.HeardSilence(cfg.EndOfTurn)}, turnend.Waits{})
+	var got, audioSeen, turns []received
+	if err := net.Add(src, v, te, collector("sink", &got), collector("audio", &audioSeen), collector("turns", &turns)); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range [][2]string{{"source", "vad"}, {"vad", "sink"}, {"source", "audio"}} {
+	for _, c := range [][2]string{{"source", "vad"}, {"vad", "sink"}, {"source", "audio"}, {"source", "turn-end"}, {"vad", "turn-end"}, {"turn-end", "turns"}} {
 		if err := net.ConnectNames(c[0], c[1]); err != nil {
 			t.Fatal(err)
 		}
@@ -182,6 +186,11 @@ func runVAD(t *testing.T, path string, cfg vad.Config, tail time.Duration, extra
 			res.audioIDs[r.up.IU.ID] = f
 		}
 	}
+	for _, r := range turns {
+		if pl, ok := r.up.IU.Payload.(vad.EndOfTurn); ok && r.up.Type == iu.Add {
+			res.eots = append(res.eots, pl)
+		}
+	}
 	for _, r := range got {
 		switch pl := r.up.IU.Payload.(type) {
 		case vad.Segment:
@@ -191,11 +200,7 @@ func runVAD(t *testing.T, path string, cfg vad.Config, tail time.Duration, extra
 			case iu.Commit:
 				res.segments = append(res.segments, pl)
 			}
-		case vad.EndOfTurn:
-			if r.up.Type == iu.Add {
-				res.eots = append(res.eots, pl)
-			}
-		case audio.EndOfStream:
+		case vad.EndOfStream:
 			if r.up.Type == iu.Add {
 				res.eos++
 			}
@@ -303,9 +308,9 @@ func TestJFKSegments(t *testing.T) {
 
 	cfg := vad.DefaultConfig()
 	window := time.Duration(whisper.VADWindow) * time.Second / audio.PipelineRate
-	frame := source.DefaultFrameDuration
-	// The end of the stream comes last, after the last segment and end of turn.
-	if last := res.all[len(res.all)-1].up.IU.Payload; res.eos != 1 || last.Kind() != "eos" {
+	frame := audio.DefaultFrameDuration
+	// The end of the stream comes last, after the last segment.
+	if last := res.all[len(res.all)-1].up.IU.Payload; res.eos != 1 || last.Kind() != "vad-eos" {
 		t.Errorf("%d ends of stream passed on; the last IU is %s", res.eos, last.Summary())
 	}
 	// Every segment was announced by a candidate, sooner than its onset and from the
