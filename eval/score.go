@@ -141,19 +141,19 @@ func (sc scorer) score(i int, e *EventScore) {
 	onset, end := r.SpeechStart(), r.SpeechEnd()
 	switch r.Event {
 	case EventTurnEnd:
-		// The reply: the first turn whose first audible word lies between the onset of
-		// the user's last speech and the next speech of theirs that the scenario did not
-		// place after the agent's.
+		// The reply: the first turn that takes the turn among those whose first audible
+		// word lies between the onset of the user's last speech and their next speech
+		// that the scenario did not place after the agent's (a reply the user's last
+		// words cut after a word or two is not the reply to them).
 		until := sc.nextSpeech(i, onset, true)
-		t := sc.firstTurnFrom(onset, until, 0)
 		e.Scored = true
-		if t == nil {
-			return
-		}
-		e.AgentTurn = t.ID
-		e.Takeover = t.Takeover()
-		if first, _ := t.FirstAudible(); e.Takeover {
-			e.GapMs = ms(first - end)
+		for _, t := range sc.l.Turns {
+			first, ok := t.FirstAudible()
+			if !ok || first < onset || first >= until || !t.Takeover() {
+				continue
+			}
+			e.AgentTurn, e.Takeover, e.GapMs = t.ID, true, ms(first-end)
+			break
 		}
 	case EventPause:
 		// The pause runs from the end of this speech to the next pause of the turn, or
