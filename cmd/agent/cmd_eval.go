@@ -29,7 +29,7 @@ func evalCommand() command {
 const evalSet = "configs/eval"
 
 func runEval(ctx context.Context, a *app, args []string) error {
-	fs := newFlags(a, "eval", "[SCENARIO.yaml|FOLDER|LIST.list ...]")
+	fs := newFlags(a, "eval", "[SCENARIO.yaml|FOLDER|LIST.list ...]  (default: "+evalSet+", the whole set)")
 	cfgPath := configFlag(fs)
 	out := fs.String("o", "", "output folder for eval.json and the replays (default: evals/eval-TIME in the logs folder)")
 	only := fs.String("pipeline", "all", "predictive, incremental, turn-based or all")
@@ -64,6 +64,9 @@ func runEval(ctx context.Context, a *app, args []string) error {
 		pipelines = []string{*only}
 	}
 	if len(rest) == 0 {
+		if _, err := os.Stat(evalSet); err != nil {
+			return fmt.Errorf("the scenario set %s is not here: run agent eval in a checkout of Parley, or name the scenarios", evalSet)
+		}
 		rest = []string{evalSet}
 	}
 	scenarios, err := evalrun.Scenarios(rest)
