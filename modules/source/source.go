@@ -327,8 +327,8 @@ func (c *agentCues) heard(m iu.Message, now time.Time) {
 		// The frame being waited for is mixed already: the earliest sample a recording
 		// can start at is the next frame's, whether or not the source sent this one yet
 		// (on a virtual clock both happen at the same instant, in either order).
-		now := audio.DurationToSamples(now.Sub(c.start), audio.PipelineRate) - c.lead
-		stream.agentAudible(len(c.turns), now-heardFor, now+c.frame)
+		pos := audio.DurationToSamples(now.Sub(c.start), audio.PipelineRate) - c.lead
+		stream.agentAudible(len(c.turns), pos-heardFor, pos+c.frame)
 	}
 }
 
