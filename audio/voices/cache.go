@@ -128,7 +128,7 @@ func (c *Cache) Say(ctx context.Context, v Voice, text string) (string, error) {
 		// festival's HTS voices are quiet; bring them to the others' level.
 		audio.ApplyGain(f.Samples, 0.5/max(audio.Peak(f.Samples), 1e-6))
 	}
-	if audio.Peak(f.Samples) > 0.99 {
+	if v.shifted() && audio.Peak(f.Samples) > 0.99 {
 		audio.ApplyGain(f.Samples, 0.99/audio.Peak(f.Samples)) // a pitch shift can overshoot
 	}
 	return out, c.store(out, f.Samples)
