@@ -42,7 +42,8 @@ type ReplayOptions struct {
 	// Console, when set, receives the conversation as it happens.
 	Console io.Writer
 	// Record writes heard.wav, agent.wav, user.wav, transcript.txt, timeline.jsonl,
-	// timeline.svg and metrics.json (bench runs skip them).
+	// timeline.svg and metrics.json, and for a scenario recordings.json (bench runs skip
+	// them).
 	Record bool
 	Logger *zap.Logger
 	// Observers see every update (tests).
@@ -143,7 +144,7 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 		defer v.Close()
 		clk = v
 	}
-	input, echo, err := openReplayInput(ctx, opts, source.Config{FrameDuration: cfg.Audio.Frame}, log)
+	input, echo, scenario, err := openReplayInput(ctx, opts, source.Config{FrameDuration: cfg.Audio.Frame}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +188,12 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 		return nil, err
 	}
 	defer agent.Close()
+	if scenario != nil && scenario.HasAgentCues() {
+		// Recordings placed after the agent's speech follow what the speaker plays.
+		if err := agent.Network.ConnectNames(NameSpeaker, NameInput); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Record {
 		// user.wav is the recording as it was; mic.wav what the simulated laptop's
 		// microphone picked up, aec.wav what the canceller left of it (what the VAD
@@ -236,24 +243,32 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 	if err := writeReplayFiles(res, userWAV, agentWAV); err != nil {
 		return nil, err
 	}
+	if scenario != nil {
+		if err := writeRecordings(filepath.Join(opts.OutDir, RecordingsFile), scenario, input.Placements()); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
 // openReplayInput opens the replay's recording or scenario (.yaml, .yml), and returns
 // the scenario's echo path when it simulates a laptop. A scenario's absent recordings
 // are spoken into OutDir/said (SpeakAbsent), and the console says so.
-func openReplayInput(ctx context.Context, opts ReplayOptions, cfg source.Config, log *zap.Logger) (*source.Source, *room.Config, error) {
+func openReplayInput(ctx context.Context, opts ReplayOptions, cfg source.Config, log *zap.Logger) (*source.Source, *room.Config, *source.Scenario, error) {
 	path := opts.Input
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".yaml", ".yml":
 		sc, err := source.LoadScenario(path)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		if err := MakeRecordings(ctx, sc); err != nil {
+			return nil, nil, nil, err
 		}
 		said := filepath.Join(opts.OutDir, "said")
 		spoken, err := SpeakAbsent(ctx, sc, said)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if len(spoken) > 0 {
 			log.Info("spoke the scenario's absent recordings", zap.Strings("recordings", spoken), zap.String("voice", SaidVoice), zap.String("into", said))
@@ -263,10 +278,10 @@ func openReplayInput(ctx context.Context, opts ReplayOptions, cfg source.Config,
 			}
 		}
 		src, err := source.NewScenario(NameInput, sc, cfg)
-		return src, sc.Echo, err
+		return src, sc.Echo, sc, err
 	}
 	src, err := source.NewFile(NameInput, path, cfg)
-	return src, nil, err
+	return src, nil, nil, err
 }
 
 // writeReplayFiles writes the listener's mix, the transcript, the metrics and the plot.

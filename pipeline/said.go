@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/voices"
 	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/tts"
 	"github.com/parley-voice/parley/modules/tts/espeakng"
@@ -23,15 +24,47 @@ const (
 // SaidVoice names the voice SpeakAbsent speaks with, for messages.
 const SaidVoice = "espeak-ng " + saidVoice
 
+// MakeRecordings makes sc's recordings that are made rather than recorded (a voice that
+// says their words, or a synthesised sound: source.Recording.Made) and have no file
+// here, in the voice cache (audio/voices, voices.DefaultCacheDir), and points the
+// recordings at the cached files. The voices are the engines' programs, not
+// libespeak-ng, so it may run beside an agent.
+func MakeRecordings(ctx context.Context, sc *source.Scenario) error {
+	var cache *voices.Cache
+	for i := range sc.Recordings {
+		rec := &sc.Recordings[i]
+		if rec.File != "" || !rec.Made() {
+			continue
+		}
+		if cache == nil {
+			var err error
+			if cache, err = voices.OpenCache(voices.DefaultCacheDir()); err != nil {
+				return err
+			}
+		}
+		var err error
+		if rec.Voice != nil {
+			rec.File, err = cache.Say(ctx, *rec.Voice, rec.Says)
+		} else {
+			rec.File, err = cache.Make(*rec.Sound)
+		}
+		if err != nil {
+			return fmt.Errorf("recording %q (scenario line %d): %w", rec.Name, rec.Line, err)
+		}
+	}
+	return nil
+}
+
 // SpeakAbsent synthesises the words of sc's absent recordings (no File, and the words
 // in Says: a plain clone has no shared test assets), writes them into dir as 16 kHz WAV
 // files and points the recordings at them. It returns the names of the recordings it
 // spoke. It holds libespeak-ng while it speaks, which a process can open only once at a
-// time: call it before Build, which opens the agent's voice.
+// time: call it before Build, which opens the agent's voice. Made recordings are
+// MakeRecordings'.
 func SpeakAbsent(ctx context.Context, sc *source.Scenario, dir string) ([]string, error) {
 	var absent []int
 	for i, rec := range sc.Recordings {
-		if rec.File == "" && rec.Says != "" {
+		if rec.File == "" && rec.Says != "" && !rec.Made() {
 			absent = append(absent, i)
 		}
 	}

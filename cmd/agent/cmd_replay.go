@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-voice/parley/audio/room"
 	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/pipeline"
 	"go.uber.org/zap"
@@ -28,6 +29,7 @@ func runReplay(ctx context.Context, a *app, args []string) error {
 	out := fs.String("o", "", "output directory (default: replays/NAME-TIME in the logs directory)")
 	clockName := fs.String("clock", "virtual", "virtual (as fast as possible, deterministic) or real (real time, real latencies)")
 	pipe := fs.String("pipeline", "", "predictive, incremental or turn-based (default: the config's, predictive)")
+	laptop := fs.Bool("laptop", false, "replay on a simulated laptop whose speakers reach its microphone (30 ms, −6 dB, RT60 300 ms) in place of the scenario's echo block; echo cancellation as audio.echo_cancel says (auto: on)")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -62,7 +64,12 @@ func runReplay(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	res, err := pipeline.Replay(ctx, cfg, eng, pipeline.ReplayOptions{Input: rest[0], OutDir: dir, RealClock: *clockName == "real", Console: a.stdout, Record: true, Logger: a.log})
+	opts := pipeline.ReplayOptions{Input: rest[0], OutDir: dir, RealClock: *clockName == "real", Console: a.stdout, Record: true, Logger: a.log}
+	if *laptop {
+		echo := room.Laptop()
+		opts.Echo = &echo
+	}
+	res, err := pipeline.Replay(ctx, cfg, eng, opts)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,7 @@ func commands() []command {
 		replayCommand(),
 		liveCommand(),
 		benchCommand(),
+		evalCommand(),
 		sayCommand(),
 		generateCommand(),
 		chatCommand(),

@@ -44,7 +44,7 @@ func runEcho(t *testing.T, cfg room.Config, user, far []float32, frame, chunk in
 	v := clock.NewVirtual(start)
 	defer v.Close()
 	at := func(ctx context.Context, p *iu.Ports, d time.Duration) error {
-		_, err := waitUntil(ctx, p, start.Add(d))
+		_, err := waitUntil(ctx, p, start.Add(d), func(iu.Message, time.Time) {})
 		return err
 	}
 	src := iu.ModuleFunc{ModuleName: "input", Fn: func(ctx context.Context, p *iu.Ports) error {

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parley-voice/parley/audio/room"
+	"github.com/parley-voice/parley/audio/voices"
 	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/userdirs"
 	"go.yaml.in/yaml/v3"
@@ -64,6 +65,39 @@ const maxTimelinePosition = 24 * time.Hour
 // speakers (Echo, audio/room): the agent's played audio is mixed back into the
 // recordings. Without it nothing is mixed.
 //
+// A recording may be made rather than recorded (audio/voices; whoever replays the
+// scenario makes it, pipeline does, into a cache):
+//
+//   - says: i would like uh          # spoken by a voice: engine:name
+//     voice: flite:rms               # flite, festival or espeak-ng
+//     pitch: -2                      # optional: semitones (−12 to 12)
+//     rate: 0.9                      # optional: speaking rate (0.5 to 2)
+//   - sound: {kind: hum, shape: mm-hmm, pitch: 110}   # or cough, knock, noise, room
+//
+// and placed relative to another recording or to the agent instead of at a time:
+//
+//	after_previous: 600ms          # its speech starts 600 ms after the previous
+//	                               # recording's speech ends
+//	after_agent: {turn: 1, offset: 200ms}
+//	at: 15                         # with after_agent: the fallback
+//
+// A recording's speech is where its sound lies (audio.SoundBounds: within 35 dB of its
+// loudest 10 ms). after_agent plays the recording so that its speech starts offset
+// after the agent's turn-th turn (counted from 1, in the order the agent's turns first
+// became audible) first became audible: when the speaker first reported playing that
+// turn's audio. The source follows the speaker's progress IUs for this (pipeline links
+// the speaker to the source in replays of such scenarios), so on a virtual clock the
+// placement is deterministic; it is never earlier than one frame after the source
+// learned of the turn (the frame in flight is already mixed), and when that would cut
+// into the speech, it starts later. When the turn has not become audible by at (which
+// after_agent requires), the recording plays at at. Source.Placements says where each
+// recording played and why.
+//
+// event says what a recording is to the conversation, for evaluations (agent eval)
+// that score what the agent did around it: turn-end (the user's turn ends with it),
+// pause (the user pauses after it and goes on), backchannel, noise or interruption
+// (while the agent speaks).
+//
 // File paths may use ${PARLEY_SHARED} or $SHARED for the shared test assets (the
 // PARLEY_SHARED environment variable, else ../shared beside the project) and any other
 // environment variable that is set; relative paths are taken from the scenario's folder.
@@ -103,7 +137,43 @@ type Recording struct {
 	Note   string
 	// Line is the line of the scenario file where the recording is listed.
 	Line int
+	// Voice, when set, speaks Says (the recording is made, not read from File).
+	Voice *voices.Voice
+	// Sound, when set, is the synthesised sound the recording is.
+	Sound *voices.Sound
+	// AfterPrevious, when set, places the recording's speech that long after the end of
+	// the previous recording's speech (in place of At).
+	AfterPrevious *time.Duration
+	// AfterAgent, when set, places the recording relative to an agent turn's audio; At
+	// is then where it plays if that turn never became audible by then.
+	AfterAgent *AgentCue
+	// Event is what the recording is to the conversation (EventTurnEnd, ...), or "".
+	Event string
 }
+
+// Made reports whether the recording is made (Voice or Sound) rather than read.
+func (r Recording) Made() bool { return r.Voice != nil || r.Sound != nil }
+
+// AgentCue places a recording relative to the agent's speech.
+type AgentCue struct {
+	// Turn counts the agent's turns from 1 in the order they became audible.
+	Turn int
+	// Offset is how long after that turn first became audible the recording's speech
+	// starts.
+	Offset time.Duration
+}
+
+// The events a recording may be (Recording.Event).
+const (
+	EventTurnEnd      = "turn-end"
+	EventPause        = "pause"
+	EventBackchannel  = "backchannel"
+	EventNoise        = "noise"
+	EventInterruption = "interruption"
+)
+
+// Events lists the events a recording may be.
+var Events = []string{EventTurnEnd, EventPause, EventBackchannel, EventNoise, EventInterruption}
 
 // Mark names a moment on the timeline without playing anything, for example where a
 // barge-in should be detected.
@@ -137,14 +207,21 @@ type echoYAML struct {
 }
 
 type recordingYAML struct {
-	File   string   `yaml:"file"`
-	Says   string   `yaml:"says"`
-	At     *seconds `yaml:"at"`
-	Gain   *float64 `yaml:"gain"`
-	Name   string   `yaml:"name"`
-	Role   string   `yaml:"role"`
-	Expect string   `yaml:"expect"`
-	Note   string   `yaml:"note"`
+	File          string        `yaml:"file"`
+	Says          string        `yaml:"says"`
+	At            *seconds      `yaml:"at"`
+	Gain          *float64      `yaml:"gain"`
+	Name          string        `yaml:"name"`
+	Role          string        `yaml:"role"`
+	Expect        string        `yaml:"expect"`
+	Note          string        `yaml:"note"`
+	Voice         string        `yaml:"voice"`
+	Pitch         *float64      `yaml:"pitch"`
+	Rate          *float64      `yaml:"rate"`
+	Sound         *soundYAML    `yaml:"sound"`
+	AfterPrevious *seconds      `yaml:"after_previous"`
+	AfterAgent    *agentCueYAML `yaml:"after_agent"`
+	Event         string        `yaml:"event"`
 }
 
 type markYAML struct {
@@ -206,7 +283,7 @@ func LoadScenario(path string) (*Scenario, error) {
 			continue
 		}
 		err := regularfile.Check(rec.File)
-		if errors.Is(err, fs.ErrNotExist) && rec.Says != "" {
+		if errors.Is(err, fs.ErrNotExist) && (rec.Says != "" || rec.Made()) {
 			sc.Recordings[i].File = "" // absent: its words are synthesised
 			continue
 		}
@@ -257,20 +334,33 @@ func ParseScenario(data []byte, dir string) (*Scenario, error) {
 	}
 	for i, r := range raw.Recordings {
 		line := lineAt(recLines, i)
-		if strings.TrimSpace(r.File) == "" {
-			return nil, fmt.Errorf("%w: line %d: recording without a file", ErrInvalidScenario, line)
+		made, err := r.made(line)
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(r.File) == "" && made == nil {
+			return nil, fmt.Errorf("%w: line %d: recording without a file (or a voice that says its words, or a sound)", ErrInvalidScenario, line)
 		}
 		if strings.ContainsRune(r.Says, 0) || !utf8.ValidString(r.Says) {
 			return nil, fmt.Errorf("%w: line %d: says: the words must be UTF-8 text", ErrInvalidScenario, line)
 		}
-		file, err := resolvePath(r.File, dir)
-		switch {
-		case errors.Is(err, errNoShared) && strings.TrimSpace(r.Says) != "":
-			file = "" // no shared test assets here: its words are synthesised
-		case err != nil:
-			return nil, fmt.Errorf("%w: line %d: %v", ErrInvalidScenario, line, err)
+		var file string
+		if strings.TrimSpace(r.File) != "" {
+			file, err = resolvePath(r.File, dir)
+			switch {
+			case errors.Is(err, errNoShared) && (strings.TrimSpace(r.Says) != "" || made != nil):
+				file = "" // no shared test assets here: its words are synthesised
+			case err != nil:
+				return nil, fmt.Errorf("%w: line %d: %v", ErrInvalidScenario, line, err)
+			}
 		}
 		rec := Recording{File: file, Says: strings.TrimSpace(r.Says), Gain: 1, Name: r.Name, Role: r.Role, Expect: r.Expect, Note: r.Note, Line: line}
+		if made != nil {
+			rec.Voice, rec.Sound = made.voice, made.sound
+		}
+		if err := r.placement(&rec, i, sc.Recordings); err != nil {
+			return nil, err
+		}
 		if r.At != nil {
 			if r.At.d < 0 || r.At.d > maxTimelinePosition {
 				return nil, fmt.Errorf("%w: line %d: recording time %v must lie between 0 and %v", ErrInvalidScenario, r.At.line, r.At.d, maxTimelinePosition)
@@ -284,9 +374,15 @@ func ParseScenario(data []byte, dir string) (*Scenario, error) {
 			rec.Gain = *r.Gain
 		}
 		if rec.Name == "" {
-			rec.Name = filepath.Base(file)
-			if file == "" {
+			switch {
+			case file != "":
+				rec.Name = filepath.Base(file)
+			case strings.TrimSpace(r.File) != "":
 				rec.Name = filepath.Base(r.File)
+			case rec.Sound != nil:
+				rec.Name = rec.Sound.String()
+			default:
+				rec.Name = rec.Says
 			}
 		}
 		sc.Recordings = append(sc.Recordings, rec)

@@ -413,6 +413,9 @@ func FuzzParseScenario(f *testing.F) {
 		"recordings: [{file: $SHARED/a.wav, says: \"\\0\"}]",
 		"recordings: [{file: a}]\necho: {delay: 30ms, gain_db: -6, rt60: 0.3, noise_db: -70}\n",
 		"recordings: [{file: a}]\necho: {delay: .inf, gain_db: .nan}\n",
+		"recordings:\n  - says: hi\n    voice: flite:slt\n    pitch: 2\n    rate: 0.9\n    event: pause\n  - sound: {kind: hum, pitch: 110}\n    after_previous: 300ms\n",
+		"recordings: [{sound: {kind: room, length: 2s}}, {file: a, at: 9, after_agent: {turn: 1, offset: 200ms}, event: interruption}]",
+		"recordings: [{says: x, voice: 'espeak-ng:en+$(rm)'}, {sound: {kind: noise, length: .inf}}]",
 		"- a\n",
 		"{",
 		"",
@@ -436,8 +439,14 @@ func FuzzParseScenario(f *testing.F) {
 		}
 		for _, r := range sc.Recordings {
 			if r.At < 0 || r.At > maxTimelinePosition || r.Gain < 0 || math.IsNaN(r.Gain) || r.Name == "" ||
-				!filepath.IsAbs(r.File) && (r.File != "" || r.Says == "") || strings.ContainsRune(r.Says, 0) || !utf8.ValidString(r.Says) {
+				!filepath.IsAbs(r.File) && (r.File != "" || r.Says == "" && !r.Made()) || strings.ContainsRune(r.Says, 0) || !utf8.ValidString(r.Says) {
 				t.Fatalf("accepted recording %+v", r)
+			}
+			if r.Voice != nil && (r.Voice.Validate() != nil || r.Says == "") || r.Sound != nil && r.Sound.Validate() != nil {
+				t.Fatalf("accepted a made recording %+v", r)
+			}
+			if r.AfterAgent != nil && (r.AfterAgent.Turn < 1 || r.AfterAgent.Offset < 0) || r.AfterPrevious != nil && *r.AfterPrevious < 0 {
+				t.Fatalf("accepted a placement %+v", r)
 			}
 		}
 		for _, m := range sc.Marks {

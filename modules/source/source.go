@@ -22,11 +22,14 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/modules/speaker"
 	"go.uber.org/zap"
 )
 
@@ -111,6 +114,9 @@ type Source struct {
 	what string
 	// open starts the recording from its beginning (called again for each loop).
 	open func(log *zap.Logger) (pcmStream, error)
+
+	mu         sync.Mutex
+	placements []Placement
 }
 
 // NewFile returns a source that plays the WAV file at path. The file's header is
@@ -158,20 +164,40 @@ func NewScenario(name string, sc *Scenario, cfg Config) (*Source, error) {
 			}
 		}
 	}
+	plan, err := planScenario(sc)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", name, err)
+	}
 	cfg.TailSilence += sc.Tail
 	what := sc.Path
 	if what == "" {
 		what = "scenario " + sc.Name
 	}
 	skip := cfg.OnError == OnErrorSkip
-	return &Source{
-		name: name,
-		cfg:  cfg,
-		what: what,
-		open: func(log *zap.Logger) (pcmStream, error) {
-			return newScenarioStream(sc, cfg.Quality, skip, log), nil
-		},
-	}, nil
+	s := &Source{name: name, cfg: cfg, what: what}
+	s.open = func(log *zap.Logger) (pcmStream, error) {
+		s.mu.Lock()
+		s.placements = nil // a new pass of a looping scenario
+		s.mu.Unlock()
+		return newScenarioStream(plan, cfg.Quality, skip, log, s.place), nil
+	}
+	return s, nil
+}
+
+// place records where a recording played (the stream calls it on the source's goroutine).
+func (s *Source) place(p Placement) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.placements = append(s.placements, p)
+}
+
+// Placements says where each recording of a scenario played (in the order they were
+// placed; the latest pass of a looping one); recordings that never played are missing.
+// Call it after the network ran.
+func (s *Source) Placements() []Placement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.placements)
 }
 
 // Open returns a source for path: a scenario when it ends in .yaml or .yml, otherwise a
@@ -207,6 +233,7 @@ func (s *Source) Run(ctx context.Context, p *iu.Ports) error {
 
 	start := p.Now()
 	log.Info("playing", zap.String("source", s.what), zap.Duration("frame", s.cfg.FrameDuration), zap.String("pacing", string(s.cfg.Pacing)))
+	cues := agentCues{tl: tl, start: start, lead: audio.DurationToSamples(s.cfg.LeadSilence, audio.PipelineRate), frame: int64(frameLen)}
 	var pos int64
 	buf := make([]float32, frameLen)
 	for {
@@ -221,7 +248,7 @@ func (s *Source) Run(ctx context.Context, p *iu.Ports) error {
 				// the replay, so that latencies measured on replays match live ones.
 				deadline = start.Add(audio.SamplesToDuration(pos+int64(n), audio.PipelineRate))
 			}
-			if stopped, err := waitUntil(ctx, p, deadline); stopped || err != nil {
+			if stopped, err := waitUntil(ctx, p, deadline, cues.heard); stopped || err != nil {
 				log.Info("stopped", zap.Duration("played", audio.SamplesToDuration(pos, audio.PipelineRate)))
 				return err
 			}
@@ -241,10 +268,11 @@ func (s *Source) Run(ctx context.Context, p *iu.Ports) error {
 	}
 }
 
-// waitUntil waits through Ports.Next until deadline. It reports stopped when the
-// network is stopping (the source has no producers, so the end of its input means just
-// that); messages and local events are not expected and are ignored.
-func waitUntil(ctx context.Context, p *iu.Ports, deadline time.Time) (stopped bool, err error) {
+// waitUntil waits through Ports.Next until deadline, handing each message to heard. It
+// reports stopped when the network is stopping (the source's only producer, the speaker
+// in a scenario placed after the agent, outlives it, so the end of its input means
+// just that); local events are not expected and are ignored.
+func waitUntil(ctx context.Context, p *iu.Ports, deadline time.Time, heard func(iu.Message, time.Time)) (stopped bool, err error) {
 	for {
 		ev, err := p.Next(ctx, deadline)
 		if err != nil {
@@ -255,7 +283,49 @@ func waitUntil(ctx context.Context, p *iu.Ports, deadline time.Time) (stopped bo
 			return false, nil
 		case iu.EventInputDone:
 			return true, nil
+		case iu.EventMessage:
+			heard(ev.Message, p.Now())
 		}
+	}
+}
+
+// agentCues follows the speaker's progress for a scenario's recordings placed after the
+// agent (Recording.AfterAgent): it counts the agent's turns as they first become
+// audible and tells the scenario stream when each did.
+type agentCues struct {
+	tl    *timeline
+	start time.Time
+	lead  int64 // the lead silence's samples, before the scenario's timeline starts
+	frame int64
+	turns []int // the agent turns heard, in the order they first became audible
+}
+
+// heard takes a message that arrived at now.
+func (c *agentCues) heard(m iu.Message, now time.Time) {
+	for _, u := range m.Updates {
+		pr, ok := u.IU.Payload.(speaker.Progress)
+		if !ok || u.Type != iu.Add || pr.State != speaker.Playing {
+			continue
+		}
+		turned, ok := pr.Item.(speaker.Turned)
+		if !ok || slices.Contains(c.turns, turned.AgentTurn()) {
+			continue
+		}
+		c.turns = append(c.turns, turned.AgentTurn())
+		// The listener has heard pr.Offset samples of the turn's first audio IU by now.
+		var heardFor int64
+		if a, ok := pr.Item.(speaker.Audio); ok && a.PCM().Rate > 0 {
+			heardFor = audio.DurationToSamples(audio.SamplesToDuration(int64(pr.Offset), a.PCM().Rate), audio.PipelineRate)
+		}
+		stream, ok := c.tl.stream.(*scenarioStream)
+		if !ok {
+			continue // not playing the scenario (its lead or tail silence)
+		}
+		// The frame being waited for is mixed already: the earliest sample a recording
+		// can start at is the next frame's, whether or not the source sent this one yet
+		// (on a virtual clock both happen at the same instant, in either order).
+		pos := audio.DurationToSamples(now.Sub(c.start), audio.PipelineRate) - c.lead
+		stream.agentAudible(len(c.turns), pos-heardFor, pos+c.frame)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
+	"time"
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/internal/regularfile"
@@ -103,7 +105,9 @@ func (s *fileStream) Close() error { return s.fh.Close() }
 // scheduled is a recording placed on a scenario's timeline.
 type scheduled struct {
 	rec   Recording
+	index int   // in the scenario's recordings
 	start int64 // first sample at the pipeline rate
+	skip  int64 // samples of the file left out at its start
 }
 
 // playing is a scheduled recording whose file is open.
@@ -112,12 +116,54 @@ type playing struct {
 	stream pcmStream
 }
 
+// planned is a recording as the scenario places it, before the stream plays it: at a
+// fixed start, or waiting for an agent turn (cue) with a fallback start.
+type planned struct {
+	rec   Recording
+	index int
+	start int64     // the file's start; with a cue, the fallback
+	how   string    // PlacedAt or PlacedAfterPrevious; with a cue, PlacedAfterAgent
+	onset int64     // with a cue: where the speech starts in the file
+	cue   *AgentCue // nil for a fixed start
+}
+
+// planScenario places sc's recordings: at their at, after the previous one's speech, or
+// (cue) after the agent. Speech bounds are read from the files that need them.
+func planScenario(sc *Scenario) ([]planned, error) {
+	out := make([]planned, len(sc.Recordings))
+	var prevEnd int64 // the previous recording's speech end on the timeline
+	for i, rec := range sc.Recordings {
+		p := planned{rec: rec, index: i, start: audio.DurationToSamples(rec.At, audio.PipelineRate), how: PlacedAt}
+		var on, off time.Duration
+		if rec.AfterPrevious != nil || rec.AfterAgent != nil || (i+1 < len(sc.Recordings) && sc.Recordings[i+1].AfterPrevious != nil) {
+			var err error
+			if on, off, err = audio.SoundBoundsFile(rec.File); err != nil {
+				return nil, fmt.Errorf("recording %q (scenario line %d): where its speech lies: %w", rec.Name, rec.Line, err)
+			}
+		}
+		onset := audio.DurationToSamples(on, audio.PipelineRate)
+		switch {
+		case rec.AfterPrevious != nil:
+			p.start = max(prevEnd+audio.DurationToSamples(*rec.AfterPrevious, audio.PipelineRate)-onset, 0)
+			p.how = PlacedAfterPrevious
+		case rec.AfterAgent != nil:
+			p.cue, p.onset, p.how = rec.AfterAgent, onset, PlacedAfterAgent
+		}
+		prevEnd = p.start + audio.DurationToSamples(off, audio.PipelineRate)
+		out[i] = p
+	}
+	return out, nil
+}
+
 // scenarioStream renders a scenario: every recording resampled and placed at its time,
 // overlapping ones mixed, silence in between. Recordings are opened only when the
 // timeline reaches them and closed when they end, so that at any moment only the
-// overlapping ones are open.
+// overlapping ones are open. Recordings placed after the agent wait (pending) until
+// agentAudible places them, or until the timeline reaches their fallback; the stream
+// does not end while one waits.
 type scenarioStream struct {
 	queue   []scheduled // not started yet, by start time
+	pending []planned   // waiting for an agent turn
 	playing []*playing
 	pos     int64 // timeline position of the next sample
 	end     int64 // the timeline ends here at the earliest (the latest recording end seen)
@@ -126,15 +172,71 @@ type scenarioStream struct {
 	log     *zap.Logger
 	scratch []float32
 	clipped int64
+	// placed hears where each recording is placed (Source.Placements).
+	placed func(Placement)
 }
 
-func newScenarioStream(sc *Scenario, q audio.Quality, skip bool, log *zap.Logger) *scenarioStream {
-	s := &scenarioStream{quality: q, skip: skip, log: log}
-	for _, rec := range sc.Recordings {
-		s.queue = append(s.queue, scheduled{rec: rec, start: audio.DurationToSamples(rec.At, audio.PipelineRate)})
+func newScenarioStream(plan []planned, q audio.Quality, skip bool, log *zap.Logger, placed func(Placement)) *scenarioStream {
+	s := &scenarioStream{quality: q, skip: skip, log: log, placed: placed}
+	for _, p := range plan {
+		if p.cue != nil {
+			s.pending = append(s.pending, p)
+			continue
+		}
+		s.schedule(scheduled{rec: p.rec, index: p.index, start: p.start}, p.how)
 	}
-	sort.SliceStable(s.queue, func(i, j int) bool { return s.queue[i].start < s.queue[j].start })
 	return s
+}
+
+// schedule queues a recording and reports where it plays.
+func (s *scenarioStream) schedule(sch scheduled, how string) {
+	i := sort.Search(len(s.queue), func(i int) bool { return s.queue[i].start > sch.start })
+	s.queue = slices.Insert(s.queue, i, sch)
+	if s.placed != nil {
+		s.placed(Placement{Index: sch.index, Start: audio.SamplesToDuration(sch.start, audio.PipelineRate),
+			Skipped: audio.SamplesToDuration(sch.skip, audio.PipelineRate), How: how})
+	}
+}
+
+// agentAudible places the recordings waiting for the agent's turn-th audible turn, which
+// became audible at heardAt (a timeline position): each so that its speech starts its
+// offset later, but not before earliest (the first sample not yet mixed). A recording
+// that would start earlier leaves out as much of its leading silence as that takes.
+func (s *scenarioStream) agentAudible(turn int, heardAt, earliest int64) {
+	earliest = max(earliest, s.pos)
+	still := s.pending[:0]
+	for _, p := range s.pending {
+		if p.cue.Turn != turn {
+			still = append(still, p)
+			continue
+		}
+		start := heardAt + audio.DurationToSamples(p.cue.Offset, audio.PipelineRate) - p.onset
+		var skip int64
+		if start < earliest {
+			skip = min(earliest-start, p.onset)
+			start += skip
+		}
+		start = max(start, earliest)
+		s.schedule(scheduled{rec: p.rec, index: p.index, start: start, skip: skip}, PlacedAfterAgent)
+	}
+	clear(s.pending[len(still):])
+	s.pending = still
+}
+
+// fallBack places the waiting recordings whose fallback lies before blockEnd.
+func (s *scenarioStream) fallBack(blockEnd int64) {
+	still := s.pending[:0]
+	for _, p := range s.pending {
+		if p.start >= blockEnd {
+			still = append(still, p)
+			continue
+		}
+		s.log.Warn("the agent's turn did not become audible before the recording's fallback time; playing it then",
+			zap.String("recording", p.rec.Name), zap.Int("line", p.rec.Line), zap.Int("agent_turn", p.cue.Turn))
+		s.schedule(scheduled{rec: p.rec, index: p.index, start: max(p.start, s.pos)}, PlacedFallback)
+	}
+	clear(s.pending[len(still):])
+	s.pending = still
 }
 
 func (s *scenarioStream) Read(dst []float32) (int, error) {
@@ -142,11 +244,18 @@ func (s *scenarioStream) Read(dst []float32) (int, error) {
 		return 0, nil
 	}
 	blockEnd := s.pos + int64(len(dst))
+	s.fallBack(blockEnd)
 	for len(s.queue) > 0 && s.queue[0].start < blockEnd {
 		next := s.queue[0]
 		s.queue = s.queue[1:]
 		s.end = max(s.end, next.start)
 		stream, err := openFileStream(next.rec.File, s.quality)
+		if err == nil && next.skip > 0 {
+			err = discard(stream, next.skip)
+			if err != nil {
+				stream.Close()
+			}
+		}
 		if err != nil {
 			if err := s.broken(next.rec, err); err != nil {
 				return 0, err
@@ -155,7 +264,8 @@ func (s *scenarioStream) Read(dst []float32) (int, error) {
 		}
 		s.playing = append(s.playing, &playing{scheduled: next, stream: stream})
 	}
-	if len(s.playing) == 0 && len(s.queue) == 0 && s.end <= s.pos {
+	idle := len(s.playing) == 0 && len(s.queue) == 0 && len(s.pending) == 0
+	if idle && s.end <= s.pos {
 		return 0, io.EOF
 	}
 
@@ -182,7 +292,7 @@ func (s *scenarioStream) Read(dst []float32) (int, error) {
 	s.playing = still
 
 	n := len(dst)
-	if len(s.playing) == 0 && len(s.queue) == 0 {
+	if len(s.playing) == 0 && len(s.queue) == 0 && len(s.pending) == 0 {
 		// Everything has ended: the timeline stops at the end of the last recording,
 		// not at the end of this block.
 		n = int(min(int64(n), s.end-s.pos))
@@ -198,6 +308,22 @@ func (s *scenarioStream) Read(dst []float32) (int, error) {
 	}
 	s.pos += int64(n)
 	return n, nil
+}
+
+// discard reads and drops the stream's first n samples.
+func discard(stream pcmStream, n int64) error {
+	buf := make([]float32, min(n, 4096))
+	for n > 0 {
+		k, err := stream.Read(buf[:min(n, int64(len(buf)))])
+		n -= int64(k)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // mixInto adds the recording's next samples into dst from offset on, with its gain. It

@@ -5,13 +5,11 @@ import (
 	"math/rand/v2"
 )
 
-// Rate is the sample rate of every sound this package makes.
-const Rate = 16000
-
 // The synthesised sounds stand in for what text-to-speech cannot make: a real hummed
 // "mm-hmm" (a voice through a closed mouth: a glottal pulse train through the nasal
 // tract's resonances, with the pitch contour of an acknowledgement), a cough, a knock
-// on a table, a short burst of noise. Each is deterministic for its seed.
+// on a table, a short burst of noise, a room's steady noise. Each is deterministic for
+// its seed.
 
 // HumShape is one of the hummed acknowledgements Hum makes.
 type HumShape int
@@ -196,6 +194,41 @@ func Noise(seed uint64, dur, level float64) []float32 {
 		out[i] = rng.NormFloat64() * (1 - math.Exp(-t/0.005)) * math.Exp(-t/(dur/3))
 	}
 	return normalise(out, level)
+}
+
+// Room synthesises dur seconds of a room's steady noise (ventilation, traffic through a
+// window): pink noise, its level drifting by a few dB over seconds, with 50 ms fades at
+// both ends. Its RMS level is level (a steady noise is described by its RMS; its peaks
+// are random).
+func Room(seed uint64, dur, level float64) []float32 {
+	rng := rand.New(rand.NewPCG(seed, 0x726f6f6d))
+	n := int(dur * Rate)
+	out := make([]float64, n)
+	// Paul Kellet's economy pink filter over white noise.
+	var b0, b1, b2 float64
+	drift := 2 * math.Pi * (0.1 + 0.2*rng.Float64()) // rad/s: a drift period of 3–10 s
+	phase := 2 * math.Pi * rng.Float64()
+	for i := range out {
+		w := rng.NormFloat64()
+		b0 = 0.99765*b0 + w*0.0990460
+		b1 = 0.96300*b1 + w*0.2965164
+		b2 = 0.57000*b2 + w*1.0526913
+		t := float64(i) / Rate
+		out[i] = (b0 + b1 + b2 + w*0.1848) * (1 + 0.25*math.Sin(drift*t+phase)) * envelope(i, n, 0.05*Rate, 0.05*Rate)
+	}
+	var sum float64
+	for _, v := range out {
+		sum += v * v
+	}
+	res := make([]float32, n)
+	if sum == 0 {
+		return res
+	}
+	g := level / math.Sqrt(sum/float64(n))
+	for i, v := range out {
+		res[i] = float32(v * g)
+	}
+	return res
 }
 
 func normalise(x []float64, level float64) []float32 {

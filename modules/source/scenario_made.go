@@ -1,0 +1,163 @@
+package source
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/parley-voice/parley/audio/voices"
+)
+
+// soundYAML is a recording's sound: block (voices.Sound).
+type soundYAML struct {
+	Kind   string   `yaml:"kind"`
+	Shape  string   `yaml:"shape"`
+	Pitch  float64  `yaml:"pitch"`
+	Seed   uint64   `yaml:"seed"`
+	Count  int      `yaml:"count"`
+	Length *seconds `yaml:"length"`
+	Level  float64  `yaml:"level"`
+}
+
+// agentCueYAML is a recording's after_agent: block.
+type agentCueYAML struct {
+	Turn   int      `yaml:"turn"`
+	Offset *seconds `yaml:"offset"`
+}
+
+// maxAgentTurn bounds after_agent's turn: a scenario is a short conversation.
+const maxAgentTurn = 1000
+
+// madeRecording is how a recording is made, when it is.
+type madeRecording struct {
+	voice *voices.Voice
+	sound *voices.Sound
+}
+
+// made reads the voice, pitch, rate and sound keys of the recording at line.
+func (r recordingYAML) made(line int) (*madeRecording, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: line %d: %s", ErrInvalidScenario, line, fmt.Sprintf(format, args...))
+	}
+	if r.Voice == "" && (r.Pitch != nil || r.Rate != nil) {
+		return nil, bad("pitch and rate shift a voice: give the voice (voice: engine:name)")
+	}
+	switch {
+	case r.Voice != "" && r.Sound != nil:
+		return nil, bad("a recording is a voice or a sound, not both")
+	case r.Voice != "":
+		if strings.TrimSpace(r.Says) == "" {
+			return nil, bad("voice %q: say what it says (says:)", r.Voice)
+		}
+		v, err := voices.ParseVoice(r.Voice)
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		if r.Pitch != nil {
+			v.Pitch = *r.Pitch
+		}
+		if r.Rate != nil {
+			v.Rate = *r.Rate
+		}
+		if err := v.Validate(); err != nil {
+			return nil, bad("%v", err)
+		}
+		return &madeRecording{voice: &v}, nil
+	case r.Sound != nil:
+		if strings.TrimSpace(r.Says) != "" || strings.TrimSpace(r.File) != "" {
+			return nil, bad("a sound is made, with no file and no words (says:)")
+		}
+		s := voices.Sound{Kind: r.Sound.Kind, Shape: r.Sound.Shape, Pitch: r.Sound.Pitch, Seed: r.Sound.Seed,
+			Count: r.Sound.Count, Level: r.Sound.Level}
+		if r.Sound.Length != nil {
+			s.Length = r.Sound.Length.d
+		}
+		if err := s.Validate(); err != nil {
+			return nil, bad("%v", err)
+		}
+		return &madeRecording{sound: &s}, nil
+	}
+	return nil, nil
+}
+
+// placement reads the at, after_previous and after_agent keys and the event into rec,
+// the i-th recording; before are the recordings listed before it.
+func (r recordingYAML) placement(rec *Recording, i int, before []Recording) error {
+	line := rec.Line
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: line %d: %s", ErrInvalidScenario, line, fmt.Sprintf(format, args...))
+	}
+	if r.Event != "" && !slices.Contains(Events, r.Event) {
+		return bad("event %q (want one of %s)", r.Event, strings.Join(Events, ", "))
+	}
+	rec.Event = r.Event
+	switch {
+	case r.AfterPrevious != nil && r.AfterAgent != nil:
+		return bad("a recording is placed after the previous one or after the agent, not both")
+	case r.AfterPrevious != nil:
+		if r.At != nil {
+			return bad("after_previous places the recording: leave out at")
+		}
+		if i == 0 {
+			return bad("after_previous: the first recording has no previous one")
+		}
+		if before[i-1].AfterAgent != nil {
+			return bad("after_previous: the previous recording is placed after the agent, so its end is not known in advance")
+		}
+		if d := r.AfterPrevious.d; d < 0 || d > maxTimelinePosition {
+			return bad("after_previous %v must lie between 0 and %v", d, maxTimelinePosition)
+		}
+		gap := r.AfterPrevious.d
+		rec.AfterPrevious = &gap
+	case r.AfterAgent != nil:
+		if r.At == nil {
+			return bad("after_agent needs at: where the recording plays if the agent's turn %d has not become audible by then", r.AfterAgent.Turn)
+		}
+		if t := r.AfterAgent.Turn; t < 1 || t > maxAgentTurn {
+			return bad("after_agent: turn %d must lie between 1 and %d (the agent's turns counted from 1)", t, maxAgentTurn)
+		}
+		cue := AgentCue{Turn: r.AfterAgent.Turn}
+		if r.AfterAgent.Offset != nil {
+			cue.Offset = r.AfterAgent.Offset.d
+		}
+		if cue.Offset < 0 || cue.Offset > maxTimelinePosition {
+			return bad("after_agent: offset %v must lie between 0 and %v", cue.Offset, maxTimelinePosition)
+		}
+		rec.AfterAgent = &cue
+	}
+	return nil
+}
+
+// Placement says where a recording played on the scenario's timeline, and why there.
+type Placement struct {
+	// Index is the recording's position in Scenario.Recordings.
+	Index int `json:"index"`
+	// Start is where the recording's file started playing on the scenario's timeline.
+	Start time.Duration `json:"start"`
+	// Skipped is how much of the file's start was left out (leading silence, so that an
+	// after_agent recording's speech could start on time).
+	Skipped time.Duration `json:"skipped,omitempty"`
+	// How is PlacedAt, PlacedAfterPrevious, PlacedAfterAgent or PlacedFallback.
+	How string `json:"how"`
+}
+
+// How a recording was placed (Placement.How).
+const (
+	PlacedAt            = "at"
+	PlacedAfterPrevious = "after_previous"
+	PlacedAfterAgent    = "after_agent"
+	// PlacedFallback: the agent's turn had not become audible by the recording's at.
+	PlacedFallback = "fallback"
+)
+
+// HasAgentCues reports whether a recording of sc is placed after the agent's speech, so
+// that whoever runs it must link the speaker's progress to the source.
+func (sc *Scenario) HasAgentCues() bool {
+	for _, r := range sc.Recordings {
+		if r.AfterAgent != nil {
+			return true
+		}
+	}
+	return false
+}
