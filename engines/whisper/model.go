@@ -116,6 +116,23 @@ func (m *Model) Type() string {
 	return C.GoString(C.whisper_model_type_readable(m.ctx))
 }
 
+// TokenCount returns how many tokens the model's vocabulary spells text with.
+func (m *Model) TokenCount(text string) (int, error) {
+	if m.ctx == nil {
+		return 0, ErrClosed
+	}
+	if text == "" {
+		return 0, nil
+	}
+	ctext := C.CString(text)
+	defer C.free(unsafe.Pointer(ctext))
+	n := int(C.whisper_token_count(m.ctx, ctext))
+	if n < 0 {
+		return 0, fmt.Errorf("whisper: cannot tokenize %q", text)
+	}
+	return n, nil
+}
+
 // Multilingual reports whether the model knows other languages than English.
 func (m *Model) Multilingual() bool {
 	return m.ctx != nil && C.whisper_is_multilingual(m.ctx) != 0
@@ -162,11 +179,12 @@ type DecodeParams struct {
 	// decodes of a few seconds get much faster, at some loss of accuracy. Zero keeps
 	// the full 30 s window.
 	AudioContext int
-	// TextTokens, when positive, makes the decode produce exactly that many text tokens
-	// (and no timestamps), whatever the model prefers, in one try (no fallback, no
-	// silence check): a model of a real one's shape with random weights then costs what
-	// the real one costs for a transcript of that length (agent bench --realistic).
-	TextTokens int
+	// ForceTextTokens makes the decode produce exactly TextTokens text tokens (and no
+	// timestamps), whatever the model prefers, in one try (no fallback, no silence
+	// check): a model of a real one's shape with random weights then costs what the real
+	// one costs for a transcript of that length (agent bench --realistic).
+	ForceTextTokens bool
+	TextTokens      int
 }
 
 // AudioContextFor returns an AudioContext that covers n samples plus a margin, for
@@ -284,10 +302,10 @@ func (d *Decoder) Decode(ctx context.Context, samples []float32, p DecodeParams)
 		defer C.free(unsafe.Pointer(cprompt))
 		wp.initial_prompt = cprompt
 	}
-	if p.TextTokens > 0 {
+	if p.ForceTextTokens {
 		want := (*C.int)(C.malloc(C.size_t(unsafe.Sizeof(C.int(0)))))
 		defer C.free(unsafe.Pointer(want))
-		*want = C.int(p.TextTokens)
+		*want = C.int(max(p.TextTokens, 0))
 		C.parley_whisper_set_text_tokens(&wp, want)
 	}
 	// The abort flag is C memory, one per decode: libwhisper keeps its address for the

@@ -167,8 +167,9 @@ func TestDecodeTextTokens(t *testing.T) {
 		testenv.Missing(t, "jfk.wav", "the shared/audio folder should hold it")
 	}
 	for _, p := range []DecodeParams{
-		{Threads: 2, SingleSegment: true, TokenTimestamps: true, NoFallback: true, TextTokens: 7, AudioContext: AudioContextFor(2 * SampleRate)},
-		{Threads: 2, SingleSegment: true, BeamSize: 2, TextTokens: 3},
+		{Threads: 2, SingleSegment: true, TokenTimestamps: true, NoFallback: true, ForceTextTokens: true, TextTokens: 7, AudioContext: AudioContextFor(2 * SampleRate)},
+		{Threads: 2, SingleSegment: true, BeamSize: 2, ForceTextTokens: true, TextTokens: 3},
+		{Threads: 2, SingleSegment: true, ForceTextTokens: true},
 	} {
 		segs, err := d.Decode(context.Background(), samples[:2*SampleRate], p)
 		if err != nil {
@@ -184,6 +185,18 @@ func TestDecodeTextTokens(t *testing.T) {
 		}
 		if text != p.TextTokens {
 			t.Errorf("%+v: %d text tokens in %+v, want %d", p, text, segs, p.TextTokens)
+		}
+	}
+}
+
+// TestTokenCount: the vocabulary spells common words with one token each, and longer
+// text with more.
+func TestTokenCount(t *testing.T) {
+	m := openTestModel(t)
+	for text, want := range map[string]int{"": 0, " hello": 1, " what time is it": 4} {
+		n, err := m.TokenCount(text)
+		if err != nil || n != want {
+			t.Errorf("TokenCount(%q) = %d, %v; want %d", text, n, err, want)
 		}
 	}
 }

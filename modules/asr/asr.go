@@ -124,6 +124,13 @@ type SideLoader interface {
 	LoadSide() error
 }
 
+// Positioned is an Engine that needs to know where in the stream an utterance's audio
+// lies (the realistic bench's recogniser, which answers from a transcript aligned to the
+// stream). The module tells it before each job on the utterance.
+type Positioned interface {
+	StreamAt(sample int64)
+}
+
 // ErrStatefulFinal is what FinalOf returns when the engine's final hypothesis depends on
 // more than the audio it is given.
 var ErrStatefulFinal = errors.New("asr: the engine's final hypothesis depends on more than the audio")

@@ -593,6 +593,8 @@ type job struct {
 	start bool      // call Start first (jobPartial, jobFinal, jobEnd when it may peek)
 	feed  []float32 // to Feed (jobPartial, jobFinal, jobEnd when it peeks)
 	from  int64     // the stream position of feed[0] (jobPartial, jobEnd)
+	// origin is the stream position the utterance begins at, for a Positioned engine.
+	origin int64
 	// whole is the utterance's audio to its end, for FinalOf (jobEnd); peek says the
 	// job asks the Peeker first.
 	whole []float32
@@ -686,7 +688,7 @@ func (r *runner) schedule(ctx context.Context) {
 		}
 		return
 	}
-	j := job{seq: r.jobs + 1, u: u}
+	j := job{seq: r.jobs + 1, u: u, origin: u.start}
 	if u.complete(r.inputDone || r.speechEnded) {
 		if u.recv < u.end {
 			// The input ended before all the audio came.
@@ -751,6 +753,9 @@ func (r *runner) endJob(j *job, u *utterance, end int64) {
 // runJob runs on the worker, which owns the engine until it posts the result.
 func runJob(ctx context.Context, eng Engine, fd FinalDecoder, pk Peeker, j job) (res jobResult) {
 	res.job = j
+	if p, ok := eng.(Positioned); ok {
+		p.StreamAt(j.origin)
+	}
 	if j.start {
 		if res.err = eng.Start(ctx); res.err != nil {
 			res.err = fmt.Errorf("start: %w", res.err)
