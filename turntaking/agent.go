@@ -31,6 +31,8 @@ type agentTurn struct {
 	// listener heard its audio (session timeline).
 	played                bool
 	firstHeard, lastHeard time.Duration
+	// audibleAt is when (clock time) the listener first heard it (zero: not yet).
+	audibleAt time.Time
 	// position is where in the text the speaker's latest report put the listener, and
 	// spoken the texts of the clauses the reports named, by clause id.
 	position *dialogue.Position
@@ -79,7 +81,7 @@ func (a *agentTurn) queued(last bool) {
 
 // hear takes the speaker's report; it reports whether the turn was heard to its end by
 // it.
-func (a *agentTurn) hear(h *AudioHeard) (finishedNow bool) {
+func (a *agentTurn) hear(at time.Time, h *AudioHeard) (finishedNow bool) {
 	if p := h.Heard; p != nil {
 		a.position = p
 		for len(a.spoken) <= p.ClauseID {
@@ -101,6 +103,9 @@ func (a *agentTurn) hear(h *AudioHeard) (finishedNow bool) {
 	}
 	a.audible = h.Audible()
 	if a.audible {
+		if !a.heard {
+			a.audibleAt = at
+		}
 		a.heard = true
 	}
 	a.clausesHeard = max(a.clausesHeard, h.ClausesHeard)

@@ -15,8 +15,10 @@ type bargeIn struct {
 	// onset. Its length past MaxBackchannel counts from there.
 	from      time.Time
 	tentative bool // begun by a candidate that the VAD has not confirmed yet
-	open      bool // the user is still speaking
-	ended     time.Time
+	// agentAudible is when the agent turn it is over was first audible (zero: not yet).
+	agentAudible time.Time
+	open         bool // the user is still speaking
+	ended        time.Time
 	// realWords counts the words of the latest stable hypothesis that are not
 	// backchannels.
 	realWords  int
@@ -35,8 +37,17 @@ type bargeIn struct {
 	comebacks int
 }
 
-func newBargeIn(cfg BargeInConfig, lex *lexicon, onset time.Time, tentative bool) *bargeIn {
-	return &bargeIn{cfg: cfg, lex: lex, onset: onset, from: onset, open: true, tentative: tentative}
+// newBargeIn begins weighing a sound that began at onset over an agent turn first
+// audible at audibleAt (zero: not yet).
+func newBargeIn(cfg BargeInConfig, lex *lexicon, onset, audibleAt time.Time, tentative bool) *bargeIn {
+	return &bargeIn{cfg: cfg, lex: lex, onset: onset, from: onset, open: true, tentative: tentative, agentAudible: audibleAt}
+}
+
+// early reports whether the sound began within YieldWindow of the agent's first audible
+// sound, or before it. An agent turn nobody heard yet is not interrupted: it is
+// withdrawn (or paused) as the user goes on.
+func (b *bargeIn) early() bool {
+	return b.cfg.YieldWindow > 0 && !b.agentAudible.IsZero() && b.onset.Before(b.agentAudible.Add(b.cfg.YieldWindow))
 }
 
 // outcome is what a barge-in's evidence says to do.
@@ -132,6 +143,8 @@ func (b *bargeIn) decide(now time.Time) decision {
 	dur := end.Sub(b.onset)
 	b.minReached = b.minReached || dur >= cfg.MinDuration
 	switch {
+	case b.early():
+		return decision{interrupt, "barge-in: the user began as the agent did"}
 	case b.minReached && cfg.MinWords > 0 && cfg.EarlyWords > 0 && b.realWords >= max(cfg.MinWords, cfg.EarlyWords),
 		b.minReached && cfg.MinWords == 0,
 		cfg.MaxBackchannel > 0 && dur >= cfg.MaxBackchannel:
@@ -199,6 +212,8 @@ func (b *bargeIn) interruption() string {
 		return "" // not a voice (yet): "stop" begins unvoiced, and its vowel decides
 	}
 	switch {
+	case b.early():
+		return "barge-in: the user began as the agent did"
 	case s.DecodedTo >= ev.KeywordSound && lex.hasInterruptWord(s.Words, ev.KeywordConfidence):
 		return "barge-in: an interrupt word"
 	case lex.repeatedInterrupt(s.Words, b.prev):

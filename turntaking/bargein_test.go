@@ -805,6 +805,52 @@ func TestSoftBargeIns(t *testing.T) {
 			final: Overlap,
 		},
 		{
+			// The agent became audible at 2000 ms (speakingAgent).
+			name: "a voice that begins as the agent does interrupts once it sounds like a voice",
+			steps: concat(speakingAgent(), []step{
+				{ms: 2230, ev: candidate(2150), want: []string{"duck 2 -12"}},
+				{ms: 2260, ev: sound(2150, SoundUnknown, 0)},
+				{ms: 2280, ev: sound(2150, SoundVoice, 110), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "a hum that begins as the agent does interrupts too",
+			steps: concat(speakingAgent(), []step{
+				{ms: 2100, ev: candidate(2050), want: []string{"duck 2 -12"}},
+				{ms: 2160, ev: sound(2050, SoundHum, 110), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			name: "a cough as the agent begins does not interrupt",
+			steps: concat(speakingAgent(), []step{
+				{ms: 2100, ev: candidate(2050), want: []string{"duck 2 -12"}},
+				{ms: 2160, ev: sound(2050, SoundNoise, 110)},
+				{ms: 2300, ev: ended(sound(2050, SoundNoise, 250), 2300), want: []string{"unduck 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "a voice past the yield window is weighed as any other",
+			steps: concat(speakingAgent(), []step{
+				{ms: 2330, ev: candidate(2260), want: []string{"duck 2 -12"}},
+				{ms: 2380, ev: sound(2260, SoundVoice, 120)},
+				{ms: 2420, ev: sound(2260, SoundVoice, 160, "yeah:0.9")},
+				{ms: 2460, ev: sound(2260, SoundVoice, 200, "yeah:0.95"), want: []string{"unduck 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "without the rule, a voice as the agent begins is weighed as any other",
+			cfg:  func(c *Config) { c.BargeIn.YieldWindow = 0 },
+			steps: concat(speakingAgent(), []step{
+				{ms: 2230, ev: candidate(2150), want: []string{"duck 2 -12"}},
+				{ms: 2280, ev: sound(2150, SoundVoice, 110)},
+			}),
+			final: AgentSpeaking,
+		},
+		{
 			name: "pausing instead of ducking, with evidence",
 			cfg:  func(c *Config) { c.BargeIn.Hold = HoldPause },
 			steps: concat(speakingAgent(), []step{

@@ -34,6 +34,12 @@ type BargeInConfig struct {
 	// whatever the recogniser made of it (nobody backchannels for that long); 0 turns
 	// the rule off.
 	MaxBackchannel time.Duration `yaml:"max_backchannel"`
+	// YieldWindow: a voice (or hum) that begins less than this after the agent became
+	// audible, or before, interrupts as soon as it sounds like one: a listener's
+	// response to what they hear takes a syllable to hear and as long again to begin, so
+	// a voice that starts this early was begun before the agent's, and is a turn, not a
+	// backchannel (two people who start at once: one yields). 0 turns the rule off.
+	YieldWindow time.Duration `yaml:"yield_window"`
 	// MinStability is the stability a partial word needs to count (1: only words local
 	// agreement confirmed). Final words always count.
 	MinStability float32 `yaml:"min_stability"`
@@ -184,6 +190,7 @@ func DefaultConfig() Config {
 			},
 			HumText:        "mm-hmm",
 			MaxBackchannel: time.Second,
+			YieldWindow:    250 * time.Millisecond,
 			MinStability:   1,
 			EarlyWords:     2,
 			Grace:          2 * time.Second,

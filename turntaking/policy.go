@@ -288,7 +288,10 @@ func (t *Policy) handleAudio(ev Event, acts []Action) []Action {
 	if a == nil || a.id != h.TurnID {
 		return acts
 	}
-	finished := a.hear(h)
+	finished := a.hear(ev.At, h)
+	if b := t.barge; b != nil && b.agentAudible.IsZero() && a.heard {
+		b.agentAudible = a.audibleAt
+	}
 	if a.audible {
 		t.lastActivity = ev.At
 		if t.state != Overlap {

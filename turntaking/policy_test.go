@@ -513,9 +513,9 @@ func TestCloseAgentKeepsWhatWasHeard(t *testing.T) {
 					{ms: 9000, tick: true, want: []string{`say 3 "Are you still there?"`}},
 					{ms: 9100, ev: queued(3, false)},
 					{ms: 9200, ev: heard(3, 9200*time.Millisecond, true, &dialogue.Position{WordStart: 4, WordEnd: 7, WordFraction: 1})},
-					{ms: 9300, ev: speechStart(9300), want: []string{"pause 3"}},
+					// Speech 100 ms after the agent became audible: it yields at once.
+					{ms: 9300, ev: speechStart(9300), want: []string{"pause 3", "interrupt 3"}},
 					{ms: 9400, ev: words("yes", "I", "am")},
-					{ms: 9550, tick: true, want: []string{"interrupt 3"}},
 					{ms: 9560, ev: Event{Audio: &AudioHeard{TurnID: 3, Stopped: true, Pos: 9310 * time.Millisecond,
 						Heard: &dialogue.Position{WordStart: 8, WordEnd: 13, WordFraction: 0.5}}}, want: []string{`agent-cut 3 "Are you still there?"`}},
 				}),

@@ -17,6 +17,8 @@ const (
 	// minLag and maxLag bound the pitch periods voicing looks for: 400 Hz down to 70 Hz.
 	minLag = sampleRate / 400
 	maxLag = sampleRate / 70
+	// minOverlap is the least a lag's correlation compares: 10 ms.
+	minOverlap = 160
 )
 
 // Frame holds the features of one analysis frame.
@@ -161,7 +163,9 @@ func voicing(x []float64, energy float64) float64 {
 	}
 	best := 0.0
 	n := len(x)
-	for lag := minLag; lag <= maxLag && lag < n/2; lag++ {
+	// Lags up to maxLag, with at least minOverlap samples compared: a deep voice's
+	// period is longer than half the frame.
+	for lag := minLag; lag <= maxLag && lag <= n-minOverlap; lag++ {
 		var r, e0, e1 float64
 		for i := 0; i+lag < n; i++ {
 			r += x[i] * x[i+lag]

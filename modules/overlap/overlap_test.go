@@ -71,6 +71,9 @@ func TestAcoustics(t *testing.T) {
 		{"a high hmm", voices.Hum(voices.Hmm, 210, 0.3), Hum},
 		{"mhm", voices.Hum(voices.Mhm, 150, 0.5), Hum},
 		{"an open vowel", vowel(120, 400*time.Millisecond, 0.5), Voice},
+		// A deep voice, its pitch periods longer than half the analysis frame: the
+		// lags searched reach down to 70 Hz (a vowel at 68 Hz still peaks near 70 Hz).
+		{"an open vowel at 68 Hz", vowel(68, 400*time.Millisecond, 0.5), Voice},
 		{"a cough", voices.Cough(1, 0.5), Noise},
 		{"a burst of noise", voices.Noise(2, 0.2, 0.5), Noise},
 		{"knocks", voices.Knock(3, 3, 0.5), Noise},

@@ -33,6 +33,11 @@ type Config struct {
 	// the light"); the short hold would answer each phrase, and the user would have to
 	// interrupt again.
 	AfterInterruption time.Duration `yaml:"after_interruption"`
+	// Pitch lets the predictive policy hear how the speech before a silence ended: words
+	// that could end a sentence ("pack a hat") said with a level pitch, as an item of a
+	// list or a hesitation is, get the default hold, not the short one. A voice whose
+	// pitch hardly moves (a monotone synthesiser) gives no cue, and the words decide.
+	Pitch bool `yaml:"pitch"`
 }
 
 // DefaultConfig returns the predictive policy with holds of 250 ms, 500 ms and 1.2 s,
@@ -46,6 +51,7 @@ func DefaultConfig() Config {
 		Language:          "en",
 		FreshSlack:        300 * time.Millisecond,
 		AfterInterruption: 800 * time.Millisecond,
+		Pitch:             true,
 	}
 }
 
@@ -99,5 +105,5 @@ func (c Config) NewPolicy(silence time.Duration) (Policy, error) {
 	if c.Policy == "words" {
 		return Words{Holds: c.Holds, Lexicon: lex}, nil
 	}
-	return Predictive{Holds: c.Holds, CompleteAbove: c.CompleteAbove, IncompleteBelow: c.IncompleteBelow, Lexicon: lex}, nil
+	return Predictive{Holds: c.Holds, CompleteAbove: c.CompleteAbove, IncompleteBelow: c.IncompleteBelow, Lexicon: lex, Pitch: c.Pitch}, nil
 }

@@ -1,6 +1,10 @@
 package turnend
 
-import "time"
+import (
+	"time"
+
+	"github.com/parley-voice/parley/modules/turnend/prosody"
+)
 
 // EndOfTurn is what the Decider decides: the user's turn ended.
 type EndOfTurn struct {
@@ -39,6 +43,8 @@ type Decider struct {
 	completeMax  float64
 	completeText string
 	hasComplete  bool
+	// ending is the pitch cue of the speech's end (SpeechEnd).
+	ending prosody.Cue
 
 	decision Decision
 	decided  bool // decision is up to date with the signals
@@ -80,7 +86,7 @@ func (d *Decider) Decision() Decision {
 }
 
 func (d *Decider) signals() Signals {
-	s := Signals{Words: d.words}
+	s := Signals{Words: d.words, Prosody: d.ending}
 	s.Fresh = len(d.words) > 0 && d.lastWordEnd >= d.speechEnd-d.waits.FreshSlack
 	if d.hasComplete && d.completeText == joinWords(d.words) {
 		s.Complete, s.CompleteMax, s.HasComplete = d.completion, d.completeMax, true
@@ -111,6 +117,9 @@ func (d *Decider) CandidateDropped() *EndOfTurn {
 	return d.check()
 }
 
+// TurnStart returns where the turn in progress began (ok false: none is).
+func (d *Decider) TurnStart() (start time.Duration, ok bool) { return d.speechStart, d.active }
+
 // SpeechStart: a speech segment began at start.
 func (d *Decider) SpeechStart(start time.Duration) {
 	if d.active && !d.segmentOpen && d.interrupted && !d.hesitant {
@@ -126,10 +135,11 @@ func (d *Decider) SpeechStart(start time.Duration) {
 	}
 }
 
-// SpeechEnd: the open segment ended at end (its padded end).
-func (d *Decider) SpeechEnd(end time.Duration) *EndOfTurn {
+// SpeechEnd: the open segment ended at end (its padded end), its pitch as ending says.
+func (d *Decider) SpeechEnd(end time.Duration, ending prosody.Cue) *EndOfTurn {
 	d.segmentOpen = false
 	d.speechEnd = end
+	d.ending = ending
 	d.decided = false
 	return d.check()
 }
@@ -201,6 +211,7 @@ func (d *Decider) reset() {
 	d.words = d.words[:0]
 	d.lastWordEnd = 0
 	d.hasComplete = false
+	d.ending = prosody.Unknown
 	d.decided = false
 }
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-voice/parley/modules/turnend/prosody"
 )
 
 const ms = time.Millisecond
@@ -29,6 +31,8 @@ type step struct {
 	cand  int     // 1: Candidate, -1: CandidateDropped
 	// interrupt: the manager stopped the agent for the user's speech (Interrupted).
 	interrupt bool
+	// ending is the pitch cue SpeechEnd gets.
+	ending prosody.Cue
 }
 
 // play feeds steps and advances the audio in 20 ms frames up to until; it returns the
@@ -51,7 +55,7 @@ func play(d *Decider, steps []step, until time.Duration) (*EndOfTurn, time.Durat
 			case s.start > 0:
 				d.SpeechStart(s.start)
 			case s.end > 0:
-				e = d.SpeechEnd(s.end)
+				e = d.SpeechEnd(s.end, s.ending)
 			case s.prob > 0 || s.pMax > 0:
 				e = d.Completion(s.words, s.prob, max(s.prob, s.pMax))
 			case s.words != "":
@@ -97,6 +101,28 @@ func TestDeciderScenarios(t *testing.T) {
 				{at: 1340 * ms, end: 1130 * ms},
 			},
 			wantAt: 1380 * ms, wantWhy: "complete",
+		},
+		{
+			name:   "a complete question said with a falling pitch ends after the short hold",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 1200 * ms, words: "what time is it", wEnd: 1100 * ms},
+				{at: 1250 * ms, words: "what time is it", prob: 0.8},
+				{at: 1340 * ms, end: 1130 * ms, ending: prosody.Falling},
+			},
+			wantAt: 1380 * ms, wantWhy: "complete",
+		},
+		{
+			name:   "words that could end a sentence said with a level pitch wait the default hold",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 1200 * ms, words: "pack a hat", wEnd: 1100 * ms},
+				{at: 1250 * ms, words: "pack a hat", prob: 0.8},
+				{at: 1340 * ms, end: 1130 * ms, ending: prosody.Level},
+			},
+			wantAt: 1640 * ms, wantWhy: "complete (p=0.80) but the pitch stays level",
 		},
 		{
 			name:   "a pause after 'the' waits long and the user goes on",

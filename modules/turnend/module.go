@@ -9,6 +9,7 @@ import (
 	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/turnend/prosody"
 	"github.com/parley-voice/parley/modules/vad"
 	"go.uber.org/zap"
 )
@@ -45,6 +46,9 @@ func (m *Module) Name() string { return m.name }
 // Run implements iu.Module.
 func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	a := &adapter{p: p, log: p.Logger(), d: NewDecider(m.policy, m.waits)}
+	if hp, ok := m.policy.(pitchHearer); ok && hp.HearsPitch() {
+		a.pitch = prosody.NewTracker()
+	}
 	for {
 		ev, err := p.Next(ctx, time.Time{})
 		if err != nil {
@@ -67,6 +71,9 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 	}
 }
 
+// pitchHearer is a Policy that reads the pitch of the speech's end (Signals.Prosody).
+type pitchHearer interface{ HearsPitch() bool }
+
 // errStreamEnded says the stream ended and its last turn was ended.
 var errStreamEnded = errors.New("turnend: the stream ended")
 
@@ -75,6 +82,11 @@ type adapter struct {
 	p   *iu.Ports
 	log *zap.Logger
 	d   *Decider
+
+	// pitch follows the user's audio, for the prosody of each segment's end (nil: the
+	// policy does not read it); heard is the stream position it reached.
+	pitch *prosody.Tracker
+	heard int64
 
 	words asr.WordList
 	// endedUtterance is the recogniser's utterance of the last turn ended: its words,
@@ -89,6 +101,7 @@ func (a *adapter) update(ctx context.Context, up iu.Update) error {
 	switch pl := u.Payload.(type) {
 	case audio.Frame:
 		if up.Type == iu.Add {
+			a.hear(pl)
 			return a.emit(ctx, a.d.Audio(audio.SamplesToDuration(pl.End(), pl.Rate)))
 		}
 	case vad.Candidate:
@@ -104,7 +117,7 @@ func (a *adapter) update(ctx context.Context, up iu.Update) error {
 			a.d.SpeechStart(pl.Start)
 			a.segments = append(a.segments, u.ID)
 		case iu.Commit:
-			return a.emit(ctx, a.d.SpeechEnd(pl.End))
+			return a.emit(ctx, a.d.SpeechEnd(pl.End, a.ending(pl.End)))
 		}
 	case asr.Word:
 		if pl.Utterance <= a.endedUtterance {
@@ -154,4 +167,35 @@ func (a *adapter) emit(ctx context.Context, e *EndOfTurn) error {
 	u := a.p.NewIU(vad.EndOfTurn{SpeechStart: e.SpeechStart, SpeechEnd: e.SpeechEnd, Silence: e.Silence, Reason: e.Reason}, a.segments...)
 	a.segments = nil
 	return a.p.Send(ctx, iu.AddOf(u), iu.CommitOf(u))
+}
+
+// hear feeds the pitch tracker the frame (at 16 kHz, the pipeline's rate; other audio
+// only moves it on).
+func (a *adapter) hear(f audio.Frame) {
+	if a.pitch == nil {
+		return
+	}
+	start, end := f.Start, f.End()
+	if start > a.heard {
+		a.pitch.Skip(start - a.heard)
+		a.heard = start
+	}
+	if end <= a.heard {
+		return
+	}
+	if f.Rate != prosody.Rate || f.Channels != 1 {
+		a.pitch.Skip(end - a.heard)
+	} else {
+		a.pitch.Push(f.Samples[a.heard-start:])
+	}
+	a.heard = end
+}
+
+// ending is the pitch cue of the turn's speech up to end.
+func (a *adapter) ending(end time.Duration) prosody.Cue {
+	start, ok := a.d.TurnStart()
+	if !ok || a.pitch == nil {
+		return prosody.Unknown
+	}
+	return a.pitch.Ending(audio.DurationToSamples(start, prosody.Rate), audio.DurationToSamples(end, prosody.Rate))
 }

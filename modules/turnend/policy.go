@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/parley-voice/parley/modules/turnend/prosody"
 )
 
 // Signals is what a policy knows when it decides.
@@ -28,6 +30,9 @@ type Signals struct {
 	// and equals it when the probability is known exactly.
 	Complete, CompleteMax float64
 	HasComplete           bool
+	// Prosody is how the speech before the silence ended: its pitch falling into the
+	// speaker's low register, or staying level (more to come).
+	Prosody prosody.Cue
 }
 
 // Decision is a policy's answer: the silence after the user's speech that ends the turn,
@@ -88,6 +93,8 @@ type Predictive struct {
 	CompleteAbove   float64
 	IncompleteBelow float64
 	Lexicon         *Lexicon
+	// Pitch: a level pitch before the silence keeps the short hold off (Signals.Prosody).
+	Pitch bool
 }
 
 // Decide implements Policy.
@@ -100,6 +107,10 @@ func (p Predictive) Decide(s Signals) Decision {
 		return Decision{Hold: p.Holds.Default, Reason: "no words yet"}
 	case !s.HasComplete:
 		return Decision{Hold: p.Holds.Default, Reason: "no completion estimate"}
+	case s.Complete >= p.CompleteAbove && s.Fresh && p.Pitch && s.Prosody == prosody.Level:
+		// Words that could end a sentence, said with the level pitch of a list's item
+		// or a hesitation ("pack a hat, …"): the short hold would cut in.
+		return Decision{Hold: p.Holds.Default, Reason: fmt.Sprintf("complete (p=%s) but the pitch stays level", probability(s))}
 	case s.Complete >= p.CompleteAbove && s.Fresh:
 		return Decision{Hold: p.Holds.Short, Reason: fmt.Sprintf("complete (p=%s)", probability(s))}
 	case s.CompleteMax < p.IncompleteBelow:
@@ -107,6 +118,9 @@ func (p Predictive) Decide(s Signals) Decision {
 	}
 	return Decision{Hold: p.Holds.Default, Reason: fmt.Sprintf("undecided (p=%s)", probability(s))}
 }
+
+// HearsPitch reports whether the policy reads Signals.Prosody.
+func (p Predictive) HearsPitch() bool { return p.Pitch }
 
 // probability formats the model's estimate, as a range when it is not known exactly.
 func probability(s Signals) string {
