@@ -36,7 +36,9 @@ type Config struct {
 	// Pitch lets the predictive policy hear how the speech before a silence ended: words
 	// that could end a sentence ("pack a hat") said with a level pitch, as an item of a
 	// list or a hesitation is, get the default hold, not the short one. A voice whose
-	// pitch hardly moves (a monotone synthesiser) gives no cue, and the words decide.
+	// pitch hardly moves (a monotone synthesiser) gives no cue, and the words decide. Off
+	// by default: on the evaluation's voices the cue found more finished questions level
+	// than pauses (docs/TURN-TAKING.md, "Pitch").
 	Pitch bool `yaml:"pitch"`
 }
 
@@ -51,7 +53,6 @@ func DefaultConfig() Config {
 		Language:          "en",
 		FreshSlack:        300 * time.Millisecond,
 		AfterInterruption: 800 * time.Millisecond,
-		Pitch:             true,
 	}
 }
 

@@ -10,6 +10,18 @@ import (
 
 const ms = time.Millisecond
 
+// withPitch is the predictive policy that reads the pitch of the speech's end.
+func withPitch(t *testing.T) Policy {
+	t.Helper()
+	c := DefaultConfig()
+	c.Pitch = true
+	p, err := c.NewPolicy(700 * ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func predictive(t *testing.T) Policy {
 	t.Helper()
 	p, err := DefaultConfig().NewPolicy(700 * ms)
@@ -115,7 +127,7 @@ func TestDeciderScenarios(t *testing.T) {
 		},
 		{
 			name:   "words that could end a sentence said with a level pitch wait the default hold",
-			policy: predictive(t),
+			policy: withPitch(t),
 			steps: []step{
 				{at: 100 * ms, start: 100 * ms},
 				{at: 1200 * ms, words: "pack a hat", wEnd: 1100 * ms},
@@ -123,6 +135,17 @@ func TestDeciderScenarios(t *testing.T) {
 				{at: 1340 * ms, end: 1130 * ms, ending: prosody.Level},
 			},
 			wantAt: 1640 * ms, wantWhy: "complete (p=0.80) but the pitch stays level",
+		},
+		{
+			name:   "with the pitch off, a level ending changes nothing",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 1200 * ms, words: "pack a hat", wEnd: 1100 * ms},
+				{at: 1250 * ms, words: "pack a hat", prob: 0.8},
+				{at: 1340 * ms, end: 1130 * ms, ending: prosody.Level},
+			},
+			wantAt: 1380 * ms, wantWhy: "complete",
 		},
 		{
 			name:   "a pause after 'the' waits long and the user goes on",
