@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -28,7 +29,7 @@ const FillerLength = 450e-3 * Rate
 // sentenceVersion changes when the way sentences are aligned, stretched or cut
 // changes, so that the cache's old sentences and parts are not reused (the voices'
 // own recordings stay).
-const sentenceVersion = "s2"
+const sentenceVersion = "s3"
 
 // fillers are the words Sentence stretches.
 var fillers = []string{"um", "uh", "uhm", "er", "erm", "ah"}
@@ -138,7 +139,31 @@ func (c *Cache) SayWords(ctx context.Context, v Voice, text string, from, to int
 	if err != nil {
 		return "", err
 	}
-	return out, c.store(out, s.Part(from, to))
+	return out, c.store(out, s.PlayablePart(from, to))
+}
+
+// edgeFade is how long a part fades in or out at a cut that lies in sound.
+const edgeFade = Rate / 100
+
+// PlayablePart is Part to be played alone: where a cut lies in sound rather than in
+// the quiet between words (a voice that runs a filler into the next word), the part
+// fades in or out over 10 ms there, so that it does not start or stop with a click.
+// Elsewhere (at cuts in the quiet, and at the sentence's ends) it is Part, sample for
+// sample.
+func (s *Sentence) PlayablePart(from, to int) []float32 {
+	part := s.Part(from, to)
+	n := min(edgeFade, len(part)/2)
+	if from > 1 && !s.quietAt(s.Cut(from-1)) {
+		for i := range n {
+			part[i] *= float32(0.5 - 0.5*math.Cos(math.Pi*float64(i)/float64(n)))
+		}
+	}
+	if to < len(s.Words) && !s.quietAt(s.Cut(to)) {
+		for i := range n {
+			part[len(part)-1-i] *= float32(0.5 - 0.5*math.Cos(math.Pi*float64(i)/float64(n)))
+		}
+	}
+	return part
 }
 
 // Part returns the sentence's audio from the cut before its from-th word to the cut

@@ -154,6 +154,15 @@ func TestCut(t *testing.T) {
 	if !slices.Equal(joined, samples) {
 		t.Error("the parts do not join into the sentence")
 	}
+	// Played alone, a part fades where its cut lies in sound (after "two"), and nowhere
+	// else.
+	one, two, three := s.PlayablePart(1, 1), s.PlayablePart(2, 2), s.PlayablePart(3, 3)
+	if !slices.Equal(one, s.Part(1, 1)) || !slices.Equal(two[:edgeFade], s.Part(2, 2)[:edgeFade]) || !slices.Equal(three[edgeFade:], s.Part(3, 3)[edgeFade:]) {
+		t.Error("a part fades where its cut lies in the quiet, or at the sentence's end")
+	}
+	if audio.Peak(two[len(two)-edgeFade/4:]) > 0.05*0.2 || audio.Peak(three[:edgeFade/4]) > 0.05*0.2 {
+		t.Errorf("the parts do not fade at the cut in sound: end %g, start %g", audio.Peak(two[len(two)-edgeFade/4:]), audio.Peak(three[:edgeFade/4]))
+	}
 }
 
 func TestSplitSentence(t *testing.T) {
