@@ -25,6 +25,10 @@ type PlayedRecording struct {
 	// Event is what the recording is to the conversation (source.Recording.Event).
 	Event string `json:"event,omitempty"`
 	Says  string `json:"says,omitempty"`
+	// Sentence and Part: the recording is the Part-th part of Sentence, which its voice
+	// spoke whole (source.SentencePart).
+	Sentence string `json:"sentence,omitempty"`
+	Part     int    `json:"part,omitempty"`
 	// Voice or Sound made the recording (the voice's and the sound's descriptions).
 	Voice string `json:"voice,omitempty"`
 	Sound string `json:"sound,omitempty"`
@@ -55,6 +59,9 @@ func writeRecordings(path string, sc *source.Scenario, placed []source.Placement
 		}
 		if r.Sound != nil {
 			out[i].Sound = r.Sound.String()
+		}
+		if r.Part != nil {
+			out[i].Sentence, out[i].Part = r.Part.Sentence, r.Part.Index
 		}
 		if r.AfterAgent != nil {
 			out[i].AgentTurn, out[i].Offset = r.AfterAgent.Turn, r.AfterAgent.Offset.String()

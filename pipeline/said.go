@@ -27,8 +27,9 @@ const SaidVoice = "espeak-ng " + saidVoice
 // MakeRecordings makes sc's recordings that are made rather than recorded (a voice that
 // says their words, or a synthesised sound: source.Recording.Made) and have no file
 // here, in the voice cache (audio/voices, voices.DefaultCacheDir), and points the
-// recordings at the cached files. The voices are the engines' programs, not
-// libespeak-ng, so it may run beside an agent.
+// recordings at the cached files. A part of a sentence is cut out of the sentence the
+// voice speaks whole (voices.Cache.SayWords, which aligns it with pocketsphinx). The
+// voices are the engines' programs, not libespeak-ng, so it may run beside an agent.
 func MakeRecordings(ctx context.Context, sc *source.Scenario) error {
 	var cache *voices.Cache
 	for i := range sc.Recordings {
@@ -43,9 +44,12 @@ func MakeRecordings(ctx context.Context, sc *source.Scenario) error {
 			}
 		}
 		var err error
-		if rec.Voice != nil {
+		switch {
+		case rec.Part != nil:
+			rec.File, err = cache.SayWords(ctx, *rec.Voice, rec.Part.Sentence, rec.Part.From, rec.Part.To)
+		case rec.Voice != nil:
 			rec.File, err = cache.Say(ctx, *rec.Voice, rec.Says)
-		} else {
+		default:
 			rec.File, err = cache.Make(*rec.Sound)
 		}
 		if err != nil {

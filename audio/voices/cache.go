@@ -1,11 +1,15 @@
 package voices
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,9 +59,12 @@ func OpenCache(dir string) (*Cache, error) {
 // Dir is the cache's folder.
 func (c *Cache) Dir() string { return c.dir }
 
-func (c *Cache) path(kind string, key ...string) string {
+func (c *Cache) path(kind string, key ...string) string { return c.pathExt(kind, ".wav", key...) }
+
+// pathExt is the file of kind and key with the extension ext.
+func (c *Cache) pathExt(kind, ext string, key ...string) string {
 	h := sha256.Sum256([]byte(strings.Join(append([]string{version, kind}, key...), "\x00")))
-	return filepath.Join(c.dir, kind+"-"+hex.EncodeToString(h[:8])+".wav")
+	return filepath.Join(c.dir, kind+"-"+hex.EncodeToString(h[:8])+ext)
 }
 
 // Say returns a WAV file of v speaking text, synthesising it if the cache does not hold
@@ -170,6 +177,44 @@ func (c *Cache) store(path string, samples []float32) error {
 		return fmt.Errorf("voices: %w", err)
 	}
 	return nil
+}
+
+// storeFile writes data atomically, like store.
+func (c *Cache) storeFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("voices: %w", err)
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("voices: %w", err)
+	}
+	return nil
+}
+
+// bytesOf is samples as raw little-endian 32-bit floats, to feed a program.
+func bytesOf(samples []float32) io.Reader {
+	b := make([]byte, 4*len(samples))
+	for i, v := range samples {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return bytes.NewReader(b)
+}
+
+// floatsOf reads raw little-endian 32-bit floats.
+func floatsOf(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
 }
 
 // command returns the command name with args, or an error that says how to get it.

@@ -1,7 +1,9 @@
 // Package voices makes speech and sounds that stand in for a user: speech in voices other
 // than the agent's (Debian's flite, festival and espeak-ng, through their command-line
 // programs, with pitch and rate varied through sox), and synthesised hums, coughs,
-// knocks, noise bursts and a room's steady noise (synth.go). The evaluation's scenarios
+// knocks, noise bursts and a room's steady noise (synth.go); and the parts of a sentence
+// spoken in one go, cut between its words where pocketsphinx aligned them
+// (sentence.go), for a turn with pauses in it. The evaluation's scenarios
 // and the tests use it. Nothing it makes is committed: sounds are kept in a cache keyed
 // by their recipe, so a second run does not synthesise again. Every engine here is
 // deterministic, so a cached sound is the sound its recipe makes anywhere.

@@ -29,7 +29,7 @@ func TestEvalSubset(t *testing.T) {
 		t.Skip("replays 15 scenarios through three pipelines")
 	}
 	root := testenv.ModuleRoot(t)
-	for _, p := range []string{"flite", "text2wave", "espeak-ng", "sox"} {
+	for _, p := range []string{"flite", "text2wave", "espeak-ng", "sox", "pocketsphinx"} {
 		testenv.Command(t, p, testenv.EnvFix)
 	}
 	demo := filepath.Join(root, "configs", "demo.yaml")

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/parley-voice/parley/audio/voices"
 )
 
 // File is one generated file of the set.
@@ -74,10 +76,13 @@ func newScenario(name, description string) *scenario {
 	return &scenario{name: name, description: description, tail: 4}
 }
 
-// rec is one recording: said in a voice, or a sound; placed at a time, after the
-// previous recording's speech, or after the agent's turn cue (1-based) by offset.
+// rec is one recording: said in a voice, a part of a sentence said in a voice, or a
+// sound; placed at a time, after the previous recording's speech, or after the agent's
+// turn cue (1-based) by offset.
 type rec struct {
 	says          string
+	sentence      string // with its cuts marked (voices.CutMark), and part counted from 1
+	part          int
 	v             voice
 	sound         string // a sound block in flow style
 	at            string // seconds
@@ -91,10 +96,16 @@ type rec struct {
 
 func (s *scenario) add(r rec) {
 	b := &s.b
-	if r.sound != "" {
+	switch {
+	case r.sound != "":
 		fmt.Fprintf(b, "  - sound: %s\n", r.sound)
-	} else {
-		fmt.Fprintf(b, "  - says: %q\n    voice: %s\n", r.says, r.v.name)
+	case r.sentence != "":
+		fmt.Fprintf(b, "  - sentence: %q\n    part: %d\n", r.sentence, r.part)
+	default:
+		fmt.Fprintf(b, "  - says: %q\n", r.says)
+	}
+	if r.sound == "" {
+		fmt.Fprintf(b, "    voice: %s\n", r.v.name)
 		if r.v.pitch != 0 {
 			fmt.Fprintf(b, "    pitch: %s\n", num(r.v.pitch))
 		}
@@ -117,6 +128,33 @@ func (s *scenario) add(r rec) {
 	fmt.Fprintf(b, "    role: %s\n", role)
 	if r.event != "" {
 		fmt.Fprintf(b, "    event: %s\n", r.event)
+	}
+}
+
+// sentence returns the recordings of a turn spoken as one sentence and cut into parts
+// with a pause after each but the last: the first at at, each other after the previous
+// by its pause; the last ends the turn, the others are pauses.
+func sentence(v voice, at string, pauses []time.Duration, parts ...string) []rec {
+	marked := strings.Join(parts, " "+voices.CutMark+" ")
+	var recs []rec
+	for i := range parts {
+		r := rec{sentence: marked, part: i + 1, v: v, event: "pause"}
+		if i == 0 {
+			r.at = at
+		} else {
+			r.afterPrevious, r.after = true, pauses[i-1]
+		}
+		if i == len(parts)-1 {
+			r.event = "turn-end"
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+func (s *scenario) addAll(recs []rec) {
+	for _, r := range recs {
+		s.add(r)
 	}
 }
 
@@ -182,66 +220,63 @@ func (g *gen) smooth() {
 }
 
 // hesitations: a request cut by a hesitation of 300–900 ms, filled ("um", "uh") or
-// silent, then finished.
+// silent, then finished. Each is one sentence, cut where the speaker pauses; the commas
+// make the voices go on there rather than end.
 func (g *gen) hesitations() {
 	filled := [][2]string{
-		{"i would like uh", "a cup of tea"}, {"can you um", "tell me a story"}, {"what about uh", "the weather tomorrow"},
-		{"play me some um", "quiet music"}, {"i think i need uh", "a new umbrella"}, {"set a timer for um", "ten minutes"},
-		{"where did i put uh", "my keys"}, {"tell me about um", "the moon"},
+		{"i would like, uh,", "a cup of tea"}, {"can you, um,", "tell me a story"}, {"what about, uh,", "the weather tomorrow"},
+		{"play me some, um,", "quiet music"}, {"i think i need, uh,", "a new umbrella"}, {"set a timer for, um,", "ten minutes"},
+		{"where did i put, uh,", "my keys"}, {"tell me about, um,", "the moon"},
 	}
 	pauses := []time.Duration{300, 450, 600, 750, 900, 400, 550, 800}
 	for i, p := range filled {
 		v := g.voice()
 		s := newScenario(fmt.Sprintf("hesitation-filled-%02d", i+1), fmt.Sprintf("a filled hesitation and a pause of %v before the rest of the request", pauses[i]*time.Millisecond))
-		s.add(rec{says: p[0], v: v, at: "0.5", event: "pause"})
-		s.add(rec{says: p[1], v: v, afterPrevious: true, after: pauses[i] * time.Millisecond, event: "turn-end"})
+		s.addAll(sentence(v, "0.5", []time.Duration{pauses[i] * time.Millisecond}, p[0], p[1]))
 		g.emit(s, i == 2)
 	}
 	silent := [][2]string{
-		{"can you tell me", "a story about a dragon"}, {"i want to know", "how far away the moon is"}, {"please turn off", "the kitchen light"},
-		{"what is the name of", "that song"}, {"remind me to call", "my sister tonight"}, {"how long does it take", "to boil an egg"},
+		{"can you tell me,", "a story about a dragon"}, {"i want to know,", "how far away the moon is"}, {"please turn off,", "the kitchen light"},
+		{"what is the name of,", "that song"}, {"remind me to call,", "my sister tonight"}, {"how long does it take,", "to boil an egg"},
 	}
 	spause := []time.Duration{350, 500, 650, 900, 300, 750}
 	for i, p := range silent {
 		v := g.voice()
 		s := newScenario(fmt.Sprintf("hesitation-silent-%02d", i+1), fmt.Sprintf("a silent hesitation of %v mid-sentence", spause[i]*time.Millisecond))
-		s.add(rec{says: p[0], v: v, at: "0.5", event: "pause"})
-		s.add(rec{says: p[1], v: v, afterPrevious: true, after: spause[i] * time.Millisecond, event: "turn-end"})
+		s.addAll(sentence(v, "0.5", []time.Duration{spause[i] * time.Millisecond}, p[0], p[1]))
 		g.emit(s, i == 1)
 	}
 }
 
-// lists: a list spoken with a pause after each item.
+// lists: a list spoken as one sentence with a pause after each item.
 func (g *gen) lists() {
 	lists := [][3]string{
-		{"i need eggs", "milk", "and some bread"}, {"pack a hat", "a scarf", "and warm gloves"},
-		{"call my mother", "then my father", "and then my brother"}, {"we saw a fox", "a deer", "and two owls"},
-		{"add apples", "pears", "and a melon"}, {"the story needs a king", "a dragon", "and a brave girl"},
+		{"i need eggs,", "milk,", "and some bread"}, {"pack a hat,", "a scarf,", "and warm gloves"},
+		{"call my mother,", "then my father,", "and then my brother"}, {"we saw a fox,", "a deer,", "and two owls"},
+		{"add apples,", "pears,", "and a melon"}, {"the story needs a king,", "a dragon,", "and a brave girl"},
 	}
 	pauses := [][2]time.Duration{{400, 500}, {600, 450}, {500, 700}, {800, 400}, {450, 650}, {700, 800}}
 	for i, l := range lists {
 		v := g.voice()
 		s := newScenario(fmt.Sprintf("list-%02d", i+1), fmt.Sprintf("a list with pauses of %v and %v between its items", pauses[i][0]*time.Millisecond, pauses[i][1]*time.Millisecond))
-		s.add(rec{says: l[0], v: v, at: "0.5", event: "pause"})
-		s.add(rec{says: l[1], v: v, afterPrevious: true, after: pauses[i][0] * time.Millisecond, event: "pause"})
-		s.add(rec{says: l[2], v: v, afterPrevious: true, after: pauses[i][1] * time.Millisecond, event: "turn-end"})
+		s.addAll(sentence(v, "0.5", []time.Duration{pauses[i][0] * time.Millisecond, pauses[i][1] * time.Millisecond}, l[0], l[1], l[2]))
 		g.emit(s, i == 0)
 	}
 }
 
-// trailing: a turn that trails off on "and", "the" or "to", and goes on after a pause.
+// trailing: a turn that trails off on "and", "the" or "to", and goes on after a pause:
+// one sentence, a comma where it trails off.
 func (g *gen) trailing() {
 	parts := [][2]string{
-		{"put the cups on the", "table"}, {"i want to go to", "the beach"}, {"bring me the bread and", "the butter"},
-		{"turn on the", "living room lamp"}, {"we should walk to", "the park"}, {"read me the story and", "sing a song"},
+		{"put the cups on the,", "table"}, {"i want to go to,", "the beach"}, {"bring me the bread and,", "the butter"},
+		{"turn on the,", "living room lamp"}, {"we should walk to,", "the park"}, {"read me the story and,", "sing a song"},
 	}
 	pauses := []time.Duration{600, 800, 500, 900, 700, 650}
 	for i, p := range parts {
 		v := g.voice()
-		last := p[0][strings.LastIndex(p[0], " ")+1:]
+		last := strings.TrimSuffix(p[0][strings.LastIndex(p[0], " ")+1:], ",")
 		s := newScenario(fmt.Sprintf("trailing-%02d", i+1), fmt.Sprintf("a turn that trails off on %q and goes on after %v", last, pauses[i]*time.Millisecond))
-		s.add(rec{says: p[0], v: v, at: "0.5", event: "pause"})
-		s.add(rec{says: p[1], v: v, afterPrevious: true, after: pauses[i] * time.Millisecond, event: "turn-end"})
+		s.addAll(sentence(v, "0.5", []time.Duration{pauses[i] * time.Millisecond}, p[0], p[1]))
 		g.emit(s, i == 3)
 	}
 }
@@ -265,11 +300,13 @@ func (g *gen) twoQuestions() {
 			continue
 		}
 		// After a pause the agent may answer the first question or wait for both: only
-		// the second's end is sure to be the turn's.
+		// the second's end is sure to be the turn's. The two are said in one go, as a
+		// speaker who adds a question does.
 		gap := []time.Duration{1000, 1300}[i/2] * time.Millisecond
 		s := newScenario(fmt.Sprintf("two-questions-%02d", i+1), fmt.Sprintf("a second question %v after the first", gap))
-		s.add(rec{says: p[0], v: v, at: "0.5"})
-		s.add(rec{says: p[1], v: v, afterPrevious: true, after: gap, event: "turn-end"})
+		both := sentence(v, "0.5", []time.Duration{gap}, p[0]+"?", p[1]+"?")
+		both[0].event = ""
+		s.addAll(both)
 		g.emit(s, false)
 	}
 }
@@ -355,8 +392,7 @@ func (g *gen) room() {
 		case 2:
 			s = newScenario("room-03", "a hesitation of 600 ms in a room's steady noise")
 			s.add(bed(i+1, levels[i]))
-			s.add(rec{says: "i would like to hear", v: v, at: "0.5", event: "pause"})
-			s.add(rec{says: "a song about the sea", v: v, afterPrevious: true, after: 600 * time.Millisecond, event: "turn-end"})
+			s.addAll(sentence(v, "0.5", []time.Duration{600 * time.Millisecond}, "i would like to hear,", "a song about the sea"))
 		case 3:
 			s = newScenario("room-04", "a barge-in 1 s into the agent's answer, in a room's steady noise")
 			s.add(bed(i+1, levels[i]))

@@ -56,8 +56,41 @@ func TestParseMadeAndPlaced(t *testing.T) {
 		t.Error("no agent cues")
 	}
 
+	// A turn spoken as one sentence and cut into parts: each part says its words.
+	sc, err = ParseScenario([]byte(`recordings:
+  - sentence: "i need eggs, | milk, | and some bread"
+    part: 1
+    voice: flite:slt
+    at: 0.5
+    event: pause
+  - sentence: "i need eggs, | milk, | and some bread"
+    part: 3
+    voice: flite:slt
+    after_previous: 400ms
+    event: turn-end
+`), "/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = sc.Recordings
+	if r[0].Says != "i need eggs," || r[0].Name != "i need eggs," || r[0].Voice == nil ||
+		*r[0].Part != (SentencePart{Sentence: "i need eggs, milk, and some bread", Index: 1, Parts: 3, From: 1, To: 3}) {
+		t.Errorf("part 1: %+v (part %+v)", r[0], r[0].Part)
+	}
+	if r[1].Says != "and some bread" || *r[1].Part != (SentencePart{Sentence: "i need eggs, milk, and some bread", Index: 3, Parts: 3, From: 5, To: 7}) {
+		t.Errorf("part 3: %+v (part %+v)", r[1], r[1].Part)
+	}
+
 	for _, tc := range []struct{ yaml, want string }{
 		{"recordings: [{voice: flite:slt}]", "says"},
+		{"recordings: [{sentence: 'a | b', part: 1}]", "give the voice"},
+		{"recordings: [{sentence: 'a | b', voice: flite:slt}]", "part 0"},
+		{"recordings: [{sentence: 'a | b', part: 3, voice: flite:slt}]", "2 parts"},
+		{"recordings: [{sentence: 'a | b', part: 1, says: a, voice: flite:slt}]", "leave out says"},
+		{"recordings: [{sentence: 'a | | b', part: 1, voice: flite:slt}]", "no words"},
+		{"recordings: [{sentence: 'call 911 | now', part: 1, voice: flite:slt}]", "numbers written out"},
+		{"recordings: [{says: hi, part: 1, voice: flite:slt}]", "which sentence"},
+		{"recordings: [{sound: {kind: hum}, sentence: 'a | b', part: 1}]", "give the voice"},
 		{"recordings: [{says: hi, voice: flite}]", "engine:name"},
 		{"recordings: [{says: hi, voice: 'say:x'}]", "unknown engine"},
 		{"recordings: [{says: hi, voice: flite:slt, pitch: 20}]", "pitch"},

@@ -74,6 +74,21 @@ const maxTimelinePosition = 24 * time.Hour
 //     rate: 0.9                      # optional: speaking rate (0.5 to 2)
 //   - sound: {kind: hum, shape: mm-hmm, pitch: 110}   # or cough, knock, noise, room
 //
+// A turn with pauses in it is one sentence, spoken in one go and cut at its words: each
+// of its recordings names the sentence, its cuts marked with "|", and which part it
+// plays (counted from 1); its words (Says) are that part's. The voice speaks the
+// sentence whole, punctuated as its speaker means it, so that a part before a pause
+// ends as a speaker who goes on ends it, not as a finished sentence (audio/voices,
+// Cache.SayWords):
+//
+//   - sentence: "i need eggs, | milk, | and some bread"
+//     part: 1
+//     voice: flite:slt
+//   - sentence: "i need eggs, | milk, | and some bread"
+//     part: 2
+//     voice: flite:slt
+//     after_previous: 400ms
+//
 // and placed relative to another recording or to the agent instead of at a time:
 //
 //	after_previous: 600ms          # its speech starts 600 ms after the previous
@@ -139,6 +154,9 @@ type Recording struct {
 	Line int
 	// Voice, when set, speaks Says (the recording is made, not read from File).
 	Voice *voices.Voice
+	// Part, when set, is the part of a sentence Voice speaks whole that the recording
+	// is (Says is the part's words).
+	Part *SentencePart
 	// Sound, when set, is the synthesised sound the recording is.
 	Sound *voices.Sound
 	// AfterPrevious, when set, places the recording's speech that long after the end of
@@ -209,6 +227,8 @@ type echoYAML struct {
 type recordingYAML struct {
 	File          string        `yaml:"file"`
 	Says          string        `yaml:"says"`
+	Sentence      string        `yaml:"sentence"`
+	Part          int           `yaml:"part"`
 	At            *seconds      `yaml:"at"`
 	Gain          *float64      `yaml:"gain"`
 	Name          string        `yaml:"name"`
@@ -344,19 +364,23 @@ func ParseScenario(data []byte, dir string) (*Scenario, error) {
 		if strings.ContainsRune(r.Says, 0) || !utf8.ValidString(r.Says) {
 			return nil, fmt.Errorf("%w: line %d: says: the words must be UTF-8 text", ErrInvalidScenario, line)
 		}
+		says := strings.TrimSpace(r.Says)
+		if made != nil && made.part != nil {
+			says = made.says
+		}
 		var file string
 		if strings.TrimSpace(r.File) != "" {
 			file, err = resolvePath(r.File, dir)
 			switch {
-			case errors.Is(err, errNoShared) && (strings.TrimSpace(r.Says) != "" || made != nil):
+			case errors.Is(err, errNoShared) && (says != "" || made != nil):
 				file = "" // no shared test assets here: its words are synthesised
 			case err != nil:
 				return nil, fmt.Errorf("%w: line %d: %v", ErrInvalidScenario, line, err)
 			}
 		}
-		rec := Recording{File: file, Says: strings.TrimSpace(r.Says), Gain: 1, Name: r.Name, Role: r.Role, Expect: r.Expect, Note: r.Note, Line: line}
+		rec := Recording{File: file, Says: says, Gain: 1, Name: r.Name, Role: r.Role, Expect: r.Expect, Note: r.Note, Line: line}
 		if made != nil {
-			rec.Voice, rec.Sound = made.voice, made.sound
+			rec.Voice, rec.Sound, rec.Part = made.voice, made.sound, made.part
 		}
 		if err := r.placement(&rec, i, sc.Recordings); err != nil {
 			return nil, err

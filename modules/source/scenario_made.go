@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parley-voice/parley/audio/voices"
 )
@@ -33,6 +34,44 @@ const maxAgentTurn = 1000
 type madeRecording struct {
 	voice *voices.Voice
 	sound *voices.Sound
+	// part and says: the part of a sentence the voice speaks, and its words.
+	part *SentencePart
+	says string
+}
+
+// SentencePart is a recording that is a part of a sentence a voice speaks whole.
+type SentencePart struct {
+	// Sentence is the sentence as the voice speaks it (its cut marks left out).
+	Sentence string
+	// Index is the part's place in the sentence, counted from 1, and Parts how many
+	// parts the sentence has.
+	Index, Parts int
+	// From and To are the part's first and last word in the sentence
+	// (voices.Words), counted from 1.
+	From, To int
+}
+
+// maxSentenceBytes bounds a sentence: a turn of a conversation, not a text.
+const maxSentenceBytes = 1000
+
+// sentencePart reads the sentence and part keys of a recording a voice makes.
+func (r recordingYAML) sentencePart() (*SentencePart, string, error) {
+	if strings.TrimSpace(r.Says) != "" {
+		return nil, "", fmt.Errorf("a part of a sentence says the part's words: leave out says")
+	}
+	if len(r.Sentence) > maxSentenceBytes || strings.ContainsRune(r.Sentence, 0) || !utf8.ValidString(r.Sentence) {
+		return nil, "", fmt.Errorf("sentence: want UTF-8 text of at most %d bytes", maxSentenceBytes)
+	}
+	text, parts, err := voices.SplitSentence(r.Sentence)
+	if err != nil {
+		return nil, "", fmt.Errorf("sentence: %v", err)
+	}
+	if r.Part < 1 || r.Part > len(parts) {
+		return nil, "", fmt.Errorf("part %d: the sentence has %d parts (cut with %q): want part 1 to %d", r.Part, len(parts), voices.CutMark, len(parts))
+	}
+	w := parts[r.Part-1]
+	p := &SentencePart{Sentence: text, Index: r.Part, Parts: len(parts), From: w.From, To: w.To}
+	return p, voices.PartText(text, w.From, w.To), nil
 }
 
 // made reads the voice, pitch, rate and sound keys of the recording at line.
@@ -43,12 +82,25 @@ func (r recordingYAML) made(line int) (*madeRecording, error) {
 	if r.Voice == "" && (r.Pitch != nil || r.Rate != nil) {
 		return nil, bad("pitch and rate shift a voice: give the voice (voice: engine:name)")
 	}
+	if r.Voice == "" && (r.Sentence != "" || r.Part != 0) {
+		return nil, bad("a sentence is spoken by a voice: give the voice (voice: engine:name)")
+	}
+	if r.Sentence == "" && r.Part != 0 {
+		return nil, bad("part %d: of which sentence (sentence: with its cuts marked %q)?", r.Part, voices.CutMark)
+	}
 	switch {
 	case r.Voice != "" && r.Sound != nil:
 		return nil, bad("a recording is a voice or a sound, not both")
 	case r.Voice != "":
-		if strings.TrimSpace(r.Says) == "" {
-			return nil, bad("voice %q: say what it says (says:)", r.Voice)
+		var part *SentencePart
+		var says string
+		if r.Sentence != "" {
+			var err error
+			if part, says, err = r.sentencePart(); err != nil {
+				return nil, bad("%v", err)
+			}
+		} else if strings.TrimSpace(r.Says) == "" {
+			return nil, bad("voice %q: say what it says (says:, or sentence: and part:)", r.Voice)
 		}
 		v, err := voices.ParseVoice(r.Voice)
 		if err != nil {
@@ -63,7 +115,7 @@ func (r recordingYAML) made(line int) (*madeRecording, error) {
 		if err := v.Validate(); err != nil {
 			return nil, bad("%v", err)
 		}
-		return &madeRecording{voice: &v}, nil
+		return &madeRecording{voice: &v, part: part, says: says}, nil
 	case r.Sound != nil:
 		if strings.TrimSpace(r.Says) != "" || strings.TrimSpace(r.File) != "" {
 			return nil, bad("a sound is made, with no file and no words (says:)")

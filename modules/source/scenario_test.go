@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/room"
+	"github.com/parley-voice/parley/audio/voices"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
 	"go.uber.org/zap"
@@ -416,6 +418,8 @@ func FuzzParseScenario(f *testing.F) {
 		"recordings:\n  - says: hi\n    voice: flite:slt\n    pitch: 2\n    rate: 0.9\n    event: pause\n  - sound: {kind: hum, pitch: 110}\n    after_previous: 300ms\n",
 		"recordings: [{sound: {kind: room, length: 2s}}, {file: a, at: 9, after_agent: {turn: 1, offset: 200ms}, event: interruption}]",
 		"recordings: [{says: x, voice: 'espeak-ng:en+$(rm)'}, {sound: {kind: noise, length: .inf}}]",
+		"recordings:\n  - sentence: \"i need eggs, | milk, | and some bread\"\n    part: 2\n    voice: flite:slt\n    at: 1\n",
+		"recordings: [{sentence: 'a | | b', part: 1, voice: flite:kal}, {sentence: '|', part: 0}]",
 		"- a\n",
 		"{",
 		"",
@@ -444,6 +448,13 @@ func FuzzParseScenario(f *testing.F) {
 			}
 			if r.Voice != nil && (r.Voice.Validate() != nil || r.Says == "") || r.Sound != nil && r.Sound.Validate() != nil {
 				t.Fatalf("accepted a made recording %+v", r)
+			}
+			if p := r.Part; p != nil {
+				words := voices.Words(p.Sentence)
+				if r.Voice == nil || p.Index < 1 || p.Index > p.Parts || p.From < 1 || p.To < p.From || p.To > len(words) ||
+					!slices.Equal(voices.Words(r.Says), words[p.From-1:p.To]) || strings.Contains(p.Sentence, voices.CutMark) {
+					t.Fatalf("accepted a part of a sentence %+v (part %+v)", r, p)
+				}
 			}
 			if r.AfterAgent != nil && (r.AfterAgent.Turn < 1 || r.AfterAgent.Offset < 0) || r.AfterPrevious != nil && *r.AfterPrevious < 0 {
 				t.Fatalf("accepted a placement %+v", r)
