@@ -37,8 +37,8 @@ type Config struct {
 	// that could end a sentence ("pack a hat") said with a level pitch, as an item of a
 	// list or a hesitation is, get the default hold, not the short one. A voice whose
 	// pitch hardly moves (a monotone synthesiser) gives no cue, and the words decide. Off
-	// by default: on the evaluation's voices the cue found more finished questions level
-	// than pauses (docs/TURN-TAKING.md, "Pitch").
+	// by default: on the evaluation's voices it spared the agent a few pauses but made
+	// finished questions wait longer (docs/TURN-TAKING.md, "Pitch").
 	Pitch bool `yaml:"pitch"`
 }
 
