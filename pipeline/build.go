@@ -405,7 +405,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	var overlapMod *overlap.Module
 	// The overlap module runs with echo cancellation too: the canceller cuts the user's
 	// voice in double talk, and its pieces decode as words, which without the module's
-	// confidences and acoustics stop the agent for most backchannels (docs/MEASUREMENTS.md).
+	// confidences and acoustics would stop the agent for most backchannels.
 	if cfg.Overlap.Enabled && cfg.TurnTaking.BargeIn.Enabled {
 		m, closeOverlap, err := openOverlap(NameOverlap, cfg.Overlap, cfg.TurnTaking.BargeIn, cfg.ASR.Pocketsphinx)
 		if err != nil {

@@ -227,8 +227,7 @@ func TestReplayEchoOnEveryScenario(t *testing.T) {
 					// The canceller's output in double talk (AEC3 still adapting, its
 					// suppressor cutting the user's voice into pieces) may leave the
 					// recogniser too few confident words to stop the agent in time: then
-					// the barge-in must at least not be lost (a known gap, see
-					// docs/MEASUREMENTS.md).
+					// the barge-in must at least not be lost (a known gap).
 					lost := true
 					for _, u := range res.Transcript() {
 						if u.Speaker == dialogue.User && s.began(res.SessionTime(u.Start)) {

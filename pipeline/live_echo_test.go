@@ -407,8 +407,7 @@ func TestLiveEchoThroughPulseAudio(t *testing.T) {
 			t.Errorf("%d interrupted agent turns, want 1 (the barge-in's)", interrupted)
 		case interrupted == 0 && users < 3:
 			// In double talk the canceller may leave too little of the user's voice to
-			// stop the agent in time (docs/MEASUREMENTS.md); the barge-in must then at
-			// least not be lost.
+			// stop the agent in time; the barge-in must then at least not be lost.
 			t.Errorf("the barge-in neither stopped the agent nor became a user turn (%d user turns)", users)
 		case interrupted == 0:
 			t.Logf("the barge-in did not stop the agent; it became a user turn after it")

@@ -147,9 +147,8 @@ func (o overlapOutcome) sound() bool {
 
 // minBargeInsOnTime is how many of the barge-ins must meet both timing targets (ducked
 // and silent in time). The recogniser does not name every barge-in's first word within
-// 300 ms in every voice ("hold on a second" in flite's slt and awb voices decodes as
-// "yeah … old on", "go … been"), and Silero reacts to unvoiced onsets ("stop", "wait")
-// a window late: docs/MEASUREMENTS.md lists them.
+// 300 ms in every voice (an unstressed /h/ is heard late), and Silero reacts to unvoiced
+// onsets ("stop", "wait") a window late.
 const minBargeInsOnTime = 18
 
 // window is the measuring resolution.
@@ -236,7 +235,7 @@ func levels(f audio.Frame) []float64 {
 func at(i int) time.Duration { return time.Duration(i) * window }
 
 // TestSoundsOverTheAgent replays every sound over the agent's answer and checks the
-// targets; with -v it prints the table docs/MEASUREMENTS.md shows.
+// targets; with -v it prints the table (docs/PERFORMANCE.md has its counts).
 func TestSoundsOverTheAgent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays about eighty scenarios")
