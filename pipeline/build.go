@@ -479,8 +479,8 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	// The speech-producing side: the LLM feeds the TTS directly, or through a module
 	// that holds every clause until the reply is complete (the turn-based baseline).
-	toTTS := NameLLM
-	if !cfg.LLM.StreamClauses {
+	toTTS, held := NameLLM, !cfg.LLM.StreamClauses
+	if held {
 		mods = append(mods, hold.New(NameHold))
 		toTTS = NameHold
 	}
@@ -503,7 +503,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		{NameTTS, NameSpeaker}, {NameTTS, NameManager},
 		{NameSpeaker, NameManager}, {NameSpeaker, NameVAD},
 	}...)
-	if toTTS == NameHold {
+	if held {
 		links = append(links, [2]string{NameLLM, NameHold}, [2]string{NameManager, NameHold})
 	}
 	if overlapMod != nil {

@@ -18,7 +18,7 @@ var _ aec.Engine = Engine{}
 // AEC3's settings for a laptop in a room, where cfg leaves them zero. The library's own
 // (a 52 ms filter, 2.5 s of initial state) leave a room's reverberation to the
 // suppressor, which lets a residue through in a session's first answer; these converge
-// from the agent's first sound (BenchmarkReplayEcho in pipeline checks it). A longer
+// from the agent's first sound (TestReplayEchoConverges checks it). A longer
 // filter follows a drifting microphone clock too slowly.
 const (
 	FilterLength = 104 * time.Millisecond
