@@ -1,4 +1,4 @@
-package pipeline
+package overlaptest
 
 import (
 	"context"
@@ -21,6 +21,8 @@ import (
 	"github.com/parley-voice/parley/internal/voices"
 	"github.com/parley-voice/parley/internal/wer"
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/pipeline"
+	"github.com/parley-voice/parley/pipeline/internal/pipetest"
 )
 
 // The sounds over the agent: what a listener does while someone talks (hums,
@@ -151,9 +153,6 @@ func (o overlapOutcome) sound() bool {
 // onsets ("stop", "wait") a window late.
 const minBargeInsOnTime = 18
 
-// window is the measuring resolution.
-const window = 10 * time.Millisecond
-
 // alignedGains compares the rendered output with the reference window by window from
 // window from to window to: a pause or a late chunk shifts the rendered output from
 // the reference by a few milliseconds, so each 100 ms block of the rendered output is
@@ -161,7 +160,7 @@ const window = 10 * time.Millisecond
 // returns the reference's levels (dBFS, aligned) and the rendered level relative to them
 // (dB), for every window (zero outside from–to).
 func alignedGains(got, ref audio.Frame, from, to int) (refLevels, gains []float64) {
-	n := int(audio.DurationToSamples(window, got.Rate))
+	n := int(audio.DurationToSamples(pipetest.Window, got.Rate))
 	block := 10 * n
 	maxLag := 4 * n
 	windows := len(ref.Samples) / n
@@ -224,7 +223,7 @@ func sampleAt(s []float32, i int) float64 {
 
 // levels returns the RMS level (dBFS) of every window of samples.
 func levels(f audio.Frame) []float64 {
-	n := int(audio.DurationToSamples(window, f.Rate))
+	n := int(audio.DurationToSamples(pipetest.Window, f.Rate))
 	var out []float64
 	for i := 0; i+n <= len(f.Samples); i += n {
 		out = append(out, audio.DBFS(audio.RMS(f.Samples[i:i+n])))
@@ -232,15 +231,13 @@ func levels(f audio.Frame) []float64 {
 	return out
 }
 
-func at(i int) time.Duration { return time.Duration(i) * window }
-
 // TestSoundsOverTheAgent replays every sound over the agent's answer and checks the
 // targets; with -v it prints the table (docs/PERFORMANCE.md has its counts).
 func TestSoundsOverTheAgent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays about eighty scenarios")
 	}
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	cfg.LLM.MaxTokens = 64           // a longer answer to talk over
 	cfg.Dialogue.MinWordFraction = 1 // whole words only, so that heardText is the reference
 	cache := voices.NewCache(t)
@@ -250,9 +247,9 @@ func TestSoundsOverTheAgent(t *testing.T) {
 	// differ only by the sound over it (sameVoice). PARLEY_OVERLAP_VOICING=k makes that
 	// first answer another voicing, the same for every code: espeak-ng speaks k
 	// sentences first.
-	voice := newSameVoice()
+	voice := pipetest.NewSameVoice()
 	if k, err := strconv.Atoi(os.Getenv("PARLEY_OVERLAP_VOICING")); err == nil && k > 0 {
-		speakBefore(t, cfg, k)
+		pipetest.SpeakBefore(t, cfg, k)
 	}
 
 	// The sounds fall in the agent's first answer (turn 2). PARLEY_OVERLAP_ANSWER=2 puts
@@ -261,22 +258,22 @@ func TestSoundsOverTheAgent(t *testing.T) {
 	// whole answer.
 	base, turn, from := []any{question, 0.5}, 2, time.Duration(0)
 	if os.Getenv("PARLEY_OVERLAP_ANSWER") == "2" {
-		first, _ := replayOverlap(t, cfg, voice, writeScenario(t, 8, base...))
+		first, _ := replayOverlap(t, cfg, voice, pipetest.WriteScenario(t, 8, base...))
 		end := -1
-		for i, l := range levels(agentAudio(t, first)) {
+		for i, l := range levels(pipetest.AgentAudio(t, first)) {
 			if l > -50 {
 				end = i
 			}
 		}
-		from = at(end+1) + time.Second
+		from = pipetest.At(end+1) + time.Second
 		lamp := filepath.Join(testenv.SharedDir(t), "audio", "v2j_turn_on_living_room_lamp.wav")
 		base, turn = append(base, lamp, from.Seconds()), 4
 	}
 	// The questions alone, to find where the agent answers.
-	ref, _ := replayOverlap(t, cfg, voice, writeScenario(t, 8, base...))
+	ref, _ := replayOverlap(t, cfg, voice, pipetest.WriteScenario(t, 8, base...))
 	speechAt := -1
-	for i, l := range levels(agentAudio(t, ref)) {
-		if at(i) >= from && l > -50 {
+	for i, l := range levels(pipetest.AgentAudio(t, ref)) {
+		if pipetest.At(i) >= from && l > -50 {
 			speechAt = i
 			break
 		}
@@ -284,16 +281,16 @@ func TestSoundsOverTheAgent(t *testing.T) {
 	if speechAt < 0 {
 		t.Fatal("the answer is silent")
 	}
-	place := at(speechAt) + 700*time.Millisecond // well inside the answer
-	t.Logf("the agent answers (turn %d) from %v; sounds start at %v", turn, at(speechAt), place)
+	place := pipetest.At(speechAt) + 700*time.Millisecond // well inside the answer
+	t.Logf("the agent answers (turn %d) from %v; sounds start at %v", turn, pipetest.At(speechAt), place)
 
 	var outcomes []overlapOutcome
 	for _, s := range sounds {
 		name := strings.ReplaceAll(fmt.Sprintf("%s %s", s.voice, s.text), " ", "_")
 		t.Run(name, func(t *testing.T) {
 			start := place - s.onset // the sound itself begins at place
-			res, rec := replayOverlap(t, cfg, voice, writeScenario(t, 6, append(slices.Clone(base), s.path, start.Seconds())...))
-			refAudio := ownReference(t, rec, agentAudio(t, res), turn, from)
+			res, rec := replayOverlap(t, cfg, voice, pipetest.WriteScenario(t, 6, append(slices.Clone(base), s.path, start.Seconds())...))
+			refAudio := ownReference(t, rec, pipetest.AgentAudio(t, res), turn, from)
 			o := measureOverlap(t, s, place, res, rec, refAudio, turn)
 			outcomes = append(outcomes, o)
 			if !o.pass() {
@@ -303,9 +300,9 @@ func TestSoundsOverTheAgent(t *testing.T) {
 					t.Logf("misses a timing target: %s", describeOutcome(o))
 				}
 				t.Logf("what happened from the onset on:\n%s", overlapTimeline(t, res, place))
-				got, refLevels := levels(agentAudio(t, res)), levels(refAudio)
+				got, refLevels := levels(pipetest.AgentAudio(t, res)), levels(refAudio)
 				var b strings.Builder
-				for i := int(place/window) - 10; i < int(place/window)+180 && i < len(got) && i < len(refLevels); i++ {
+				for i := int(place/pipetest.Window) - 10; i < int(place/pipetest.Window)+180 && i < len(got) && i < len(refLevels); i++ {
 					fmt.Fprintf(&b, " %+.0f/%+.0f", got[i], refLevels[i])
 				}
 				t.Logf("levels (dB, rendered/reference) from 100 ms before the onset:%s", b.String())
@@ -322,28 +319,28 @@ func TestSoundsOverTheAgent(t *testing.T) {
 		t.Errorf("%d barge-ins were ducked within %v and silent within %v of their onset, want at least %d", onTime, maxDuckDelay, maxSilence, minBargeInsOnTime)
 	}
 	t.Logf("sounds over the agent (onset at %v into the answer; targets: backchannels silence ≤ %v, full volume ≤ %v after they end; barge-ins ducked ≤ %v, silent ≤ %v after onset):\n%s",
-		place-at(speechAt), maxGap, maxRestore, maxDuckDelay, maxSilence, overlapTable(outcomes))
+		place-pipetest.At(speechAt), maxGap, maxRestore, maxDuckDelay, maxSilence, overlapTable(outcomes))
 }
 
 // replayOverlap replays scenario with engines of its own: a model whose cache holds
 // earlier replays could answer differently from the replay that placed the sounds. With
 // voice, the agent says each text as in the replays before (sameVoice).
-func replayOverlap(t *testing.T, cfg Config, voice *sameVoice, scenario string) (*ReplayResult, *record) {
+func replayOverlap(t *testing.T, cfg pipeline.Config, voice *pipetest.SameVoice, scenario string) (*pipeline.ReplayResult, *pipetest.Record) {
 	t.Helper()
-	eng, err := LoadEngines(cfg, nil)
+	eng, err := pipeline.LoadEngines(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	rec := newRecord()
+	rec := pipetest.NewRecord()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// PARLEY_OVERLAP_CLOCK=real replays in real time, decodes and all (slow, and the
 	// measures then include the machine's load).
 	real := os.Getenv("PARLEY_OVERLAP_CLOCK") == "real"
-	opts := ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, RealClock: real, Observers: []iu.Observer{rec}}
+	opts := pipeline.ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, RealClock: real, Observers: []iu.Observer{rec}}
 	if voice != nil {
-		opts.Voice = voice.wrap
+		opts.Voice = voice.Wrap
 	}
 	// PARLEY_OVERLAP_LAPTOP=1 replays on the simulated laptop (room.Laptop), the echo
 	// cancelled: the sounds then come over the session's first answer, while the
@@ -352,20 +349,11 @@ func replayOverlap(t *testing.T, cfg Config, voice *sameVoice, scenario string) 
 		echo := room.Laptop()
 		opts.Echo = &echo
 	}
-	res, err := Replay(ctx, cfg, eng, opts)
+	res, err := pipeline.Replay(ctx, cfg, eng, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res, rec
-}
-
-func agentAudio(t *testing.T, res *ReplayResult) audio.Frame {
-	t.Helper()
-	f, err := audio.DecodeWAVFile(filepath.Join(res.OutDir, "agent.wav"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
 }
 
 // ownReference returns what the speaker would have rendered of the agent's answer (turn,
@@ -377,13 +365,13 @@ func agentAudio(t *testing.T, res *ReplayResult) audio.Frame {
 // preparations a replay synthesised depends on the order of events that fall on the
 // same virtual instant, so another replay's answer drifts from this one's by tens of
 // milliseconds.
-func ownReference(t *testing.T, rec *record, got audio.Frame, turn int, from time.Duration) audio.Frame {
+func ownReference(t *testing.T, rec *pipetest.Record, got audio.Frame, turn int, from time.Duration) audio.Frame {
 	t.Helper()
 	var samples []float32
 	rate := 0
-	for _, id := range rec.order {
-		c := rec.chunks[id]
-		if c.TurnID != turn || rec.revoked[id] {
+	for _, id := range rec.Order {
+		c := rec.Chunks[id]
+		if c.TurnID != turn || rec.Revoked[id] {
 			continue
 		}
 		if rate != 0 && c.Audio.Rate != rate {
@@ -433,7 +421,7 @@ func ownReference(t *testing.T, rec *record, got audio.Frame, turn int, from tim
 }
 
 // measureOverlap rates what the agent did in its answer turn with s over it.
-func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *ReplayResult, rec *record, refAudio audio.Frame, turn int) overlapOutcome {
+func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *pipeline.ReplayResult, rec *pipetest.Record, refAudio audio.Frame, turn int) overlapOutcome {
 	t.Helper()
 	o := overlapOutcome{s: s, minGain: 0}
 	for _, u := range res.History.Utterances() {
@@ -441,7 +429,7 @@ func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *Repl
 		case u.TurnID < turn: // the questions and earlier answers
 		case u.Speaker == dialogue.Agent && u.Interrupted && u.TurnID == turn:
 			o.stopped = true
-			o.cutOK = u.Text == heardText(t, rec, u.TurnID)
+			o.cutOK = u.Text == pipetest.HeardText(t, rec, u.TurnID)
 		case u.Speaker == dialogue.User && u.Backchannel && o.backchannel != "":
 			o.backchannel += " / " + u.Text
 		case u.Speaker == dialogue.User && u.Backchannel:
@@ -450,16 +438,16 @@ func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *Repl
 			o.userTurns = append(o.userTurns, u.Text)
 		}
 	}
-	for _, c := range rec.commands {
+	for _, c := range rec.Commands {
 		if c.Action == control.Interrupt && c.TurnID == turn {
 			o.reason = c.Reason
 		}
 	}
-	gotAudio := agentAudio(t, res)
+	gotAudio := pipetest.AgentAudio(t, res)
 	got := levels(gotAudio)
-	first := int(place / window)
-	end := first + int((s.length+window-1)/window)
-	ref, gains := alignedGains(gotAudio, refAudio, first-20, first+int(3*time.Second/window))
+	first := int(place / pipetest.Window)
+	end := first + int((s.length+pipetest.Window-1)/pipetest.Window)
+	ref, gains := alignedGains(gotAudio, refAudio, first-20, first+int(3*time.Second/pipetest.Window))
 	// The alignment (alignedGains) absorbs the few milliseconds by which the rendered
 	// output may be shifted from the reference; still, each figure asks for more than
 	// one window: ducked is two windows in a row 10.5 dB or more
@@ -474,14 +462,14 @@ func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *Repl
 		return gains[i], true
 	}
 	run := 0
-	for i := first; i < len(ref) && i < first+int(3*time.Second/window); i++ {
+	for i := first; i < len(ref) && i < first+int(3*time.Second/pipetest.Window); i++ {
 		g, speaks := gain(i)
 		switch {
 		case !speaks:
 			run = 0 // a pause in the answer itself
 		case g < -40 && (i >= len(got) || got[i] < -60):
 			run++
-			o.gap = max(o.gap, at(run))
+			o.gap = max(o.gap, pipetest.At(run))
 		default:
 			run = 0
 		}
@@ -498,7 +486,7 @@ func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *Repl
 		}
 		return got[i] - rawRef[i], true
 	}
-	for i := first; i < first+int(time.Second/window) && i < len(ref); i++ {
+	for i := first; i < first+int(time.Second/pipetest.Window) && i < len(ref); i++ {
 		g, speaks := rawGain(i)
 		if !speaks {
 			continue
@@ -506,13 +494,13 @@ func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *Repl
 		o.minGain = min(o.minGain, max(g, -60))
 		next, nextSpeaks := rawGain(i + 1)
 		if !o.ducked && g <= -10.5 && nextSpeaks && next <= -10.5 {
-			o.ducked, o.duckAt = true, at(i-first+1)
+			o.ducked, o.duckAt = true, pipetest.At(i-first+1)
 		}
 	}
 	if !s.bargeIn {
 		for i := end; i < len(ref); i++ {
 			var gs []float64
-			for j := i; j < len(ref) && len(gs) < int(200*time.Millisecond/window); j++ {
+			for j := i; j < len(ref) && len(gs) < int(200*time.Millisecond/pipetest.Window); j++ {
 				if g, speaks := gain(j); speaks {
 					gs = append(gs, g)
 				}
@@ -523,7 +511,7 @@ func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *Repl
 			sorted := slices.Clone(gs)
 			slices.Sort(sorted)
 			if sorted[len(sorted)/2] >= -1 && sorted[len(sorted)/10] >= -6 {
-				o.restoreAfter = at(max(i-end, 0))
+				o.restoreAfter = pipetest.At(max(i-end, 0))
 				break
 			}
 		}
@@ -533,14 +521,14 @@ func measureOverlap(t *testing.T, s overlapSound, place time.Duration, res *Repl
 	if s.bargeIn {
 		for i := first; i < len(got); i++ {
 			quiet := true
-			for j := i; j < len(got) && j < i+int(500*time.Millisecond/window); j++ {
+			for j := i; j < len(got) && j < i+int(500*time.Millisecond/pipetest.Window); j++ {
 				if got[j] > -60 {
 					quiet = false
 					break
 				}
 			}
 			if quiet {
-				o.silenced, o.silentAt = true, at(i-first)
+				o.silenced, o.silentAt = true, pipetest.At(i-first)
 				break
 			}
 		}
@@ -618,45 +606,8 @@ func overlapTable(outcomes []overlapOutcome) string {
 // overlapTimeline lists the updates that show how a sound over the agent was handled:
 // the VAD's, the overlap module's, the manager's commands and backchannels, the
 // speaker's changes of state and level.
-func overlapTimeline(t *testing.T, res *ReplayResult, from time.Duration) string {
-	return soundTimeline(filepath.Join(res.OutDir, "timeline.jsonl"), from-100*time.Millisecond, from+3*time.Second)
-}
-
-// soundTimeline lists those updates of the timeline file path from time from to time to
-// (on the timeline's own clock).
-func soundTimeline(path string, from, to time.Duration) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	entries, err := iu.ReadTimeline(f)
-	if err != nil {
-		return err.Error()
-	}
-	var b strings.Builder
-	lastGain := ""
-	for _, e := range entries {
-		if e.T < from.Seconds() || e.T > to.Seconds() {
-			continue
-		}
-		switch e.Kind {
-		case "vad", "vad-candidate", "overlap", "control", "user-turn", "utterance", "agent-turn":
-		case "progress":
-			g := ""
-			if i := strings.Index(e.Payload, " dB"); i > 0 {
-				g = e.Payload[strings.LastIndex(e.Payload[:i], " ")+1 : i]
-			}
-			if g == lastGain && !strings.Contains(e.Payload, "(") {
-				continue
-			}
-			lastGain = g
-		default:
-			continue
-		}
-		fmt.Fprintf(&b, "  %7.3fs %-8s %-6s %s\n", e.T, e.Module, e.Type, e.Payload)
-	}
-	return b.String()
+func overlapTimeline(t *testing.T, res *pipeline.ReplayResult, from time.Duration) string {
+	return pipetest.SoundTimeline(filepath.Join(res.OutDir, "timeline.jsonl"), from-100*time.Millisecond, from+3*time.Second)
 }
 
 // TestHesitantBargeIns: a user who interrupts in phrases, with pauses between them
@@ -670,17 +621,17 @@ func TestHesitantBargeIns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays thirteen scenarios")
 	}
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	cfg.LLM.MaxTokens = 64
 	cfg.Dialogue.MinWordFraction = 1
 	cache := voices.NewCache(t)
 	question := filepath.Join(testenv.SharedDir(t), "audio", "v2j_what_time_is_it.wav")
 	const place = 3500 * time.Millisecond // 1 s into the answer (TestSoundsOverTheAgent finds it at 2.55 s)
 	// over says text in voice v over the answer and measures what the agent did.
-	over := func(t *testing.T, v voices.Voice, text string, bargeIn bool) (overlapOutcome, *ReplayResult) {
+	over := func(t *testing.T, v voices.Voice, text string, bargeIn bool) (overlapOutcome, *pipeline.ReplayResult) {
 		s := newOverlapSound(t, v.String(), text, bargeIn, cache.Say(t, v, text))
-		res, rec := replayOverlap(t, cfg, nil, writeScenario(t, 6, question, 0.5, s.path, (place-s.onset).Seconds()))
-		return measureOverlap(t, s, place, res, rec, ownReference(t, rec, agentAudio(t, res), 2, 0), 2), res
+		res, rec := replayOverlap(t, cfg, nil, pipetest.WriteScenario(t, 6, question, 0.5, s.path, (place-s.onset).Seconds()))
+		return measureOverlap(t, s, place, res, rec, ownReference(t, rec, pipetest.AgentAudio(t, res), 2, 0), 2), res
 	}
 	for _, v := range []voices.Voice{voices.FliteRMS, voices.FestivalKAL} {
 		for _, text := range []string{"go, forward, ten, meters", "turn... off... the light... please"} {
