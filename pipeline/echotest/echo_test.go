@@ -126,7 +126,7 @@ func replayOnLaptop(t *testing.T, cfg pipeline.Config, scenario, mode string) (*
 	}
 	defer eng.Close()
 	rec := &turnEvents{}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := pipetest.ReplayContext(t)
 	defer cancel()
 	var console strings.Builder
 	echo := room.Laptop()

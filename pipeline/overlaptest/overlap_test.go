@@ -1,7 +1,6 @@
 package overlaptest
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -333,7 +332,7 @@ func replayOverlap(t *testing.T, cfg pipeline.Config, voice *pipetest.SameVoice,
 	}
 	defer eng.Close()
 	rec := pipetest.NewRecord()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := pipetest.ReplayContext(t)
 	defer cancel()
 	// PARLEY_OVERLAP_CLOCK=real replays in real time, decodes and all (slow, and the
 	// measures then include the machine's load).

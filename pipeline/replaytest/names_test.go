@@ -1,12 +1,10 @@
 package replaytest
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
@@ -34,7 +32,7 @@ func TestLogNamesCoverTheNetwork(t *testing.T) {
 			defer eng.Close()
 			core, logs := observer.New(zapcore.DebugLevel)
 			sent := &pipetest.Senders{Names: map[string]bool{}}
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			ctx, cancel := pipetest.ReplayContext(t)
 			defer cancel()
 			var console strings.Builder
 			if _, err := pipeline.Replay(ctx, cfg, eng, pipeline.ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, Console: &console,

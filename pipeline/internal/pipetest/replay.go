@@ -124,7 +124,7 @@ func RunReplayConsole(t *testing.T, cfg pipeline.Config, scenario string) (*pipe
 	}
 	defer eng.Close()
 	rec := NewRecord()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := ReplayContext(t)
 	defer cancel()
 	var console strings.Builder
 	res, err := pipeline.Replay(ctx, cfg, eng, pipeline.ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, Console: &console, Observers: []iu.Observer{rec}})
@@ -263,4 +263,23 @@ type asrWord = asr.Word
 func QuietNativeLogs() {
 	whisper.SetLogger(whisper.LogNone, nil)
 	llama.SetLogger(llama.LogNone, nil)
+}
+
+// ReplayContext bounds a replay by the test binary's own deadline (go test -timeout),
+// shortly before it, so that a replay that hangs fails its test with the test's logs. A
+// replay on the virtual clock takes as long as the machine's load makes it, which is no
+// failure: a fixed bound would make the test depend on that load.
+func ReplayContext(t testing.TB) (context.Context, context.CancelFunc) {
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if end, ok := d.Deadline(); ok {
+			return context.WithDeadline(context.Background(), end.Add(-deadlineMargin(time.Until(end))))
+		}
+	}
+	return context.WithCancel(context.Background())
+}
+
+// deadlineMargin is how long before the test binary's deadline a replay is stopped: time
+// enough to report, a tenth of what is left and at most 30 s.
+func deadlineMargin(left time.Duration) time.Duration {
+	return min(left/10, 30*time.Second)
 }
