@@ -1,4 +1,4 @@
-// Package overlaptest replays sounds over the agent's answer (backchannels, noises,
-// barge-ins, hesitant barge-ins) through the whole pipeline and checks the targets of
-// soft barge-in handling.
+// Package overlaptest replays the backchannels and noises of the sounds table
+// (pipeline/internal/overlaptable) over the agent's answer through the whole pipeline;
+// bargeintest replays its barge-ins.
 package overlaptest
