@@ -70,10 +70,10 @@ func (r *runner) played(f audio.Frame, heard time.Time) {
 //     the microphone's sliding minimum found earlier stamps (after a loaded start, or a
 //     backlog of captured audio that PortAudio's capture time does not include). The
 //     echo stays where it was in the microphone's samples then, so those moves are
-//     dropped. Any
-//     other move of the epoch (samples lost uncounted, a slip; a clock drifting, 1 ms in
-//     10 s at 100 ppm) that the output's timing does not share is followed at once past
-//     epochMoveMin, and then by moveMin steps until the clock's average has caught up;
+//     dropped. Any other move of the epoch (samples lost uncounted, a slip; a clock
+//     drifting, 1 ms in 10 s at 100 ppm) that the output's timing does not share is
+//     followed at once past epochMoveMin, and then by moveMin steps until the clock's
+//     average has caught up;
 //     unless the engine's own delay estimate shows it can absorb the move
 //     (engineKeepsUp).
 //   - The output's moves come with its timing's jitter: when moveAgree IUs in a row say
