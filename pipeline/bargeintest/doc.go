@@ -1,4 +1,4 @@
 // Package bargeintest replays the barge-ins of the sounds table
-// (pipeline/internal/overlaptable) and hesitant barge-ins over the agent's answer through
-// the whole pipeline; overlaptest replays the table's backchannels and noises.
+// (pipeline/internal/overlaptable) over the agent's answer through the whole pipeline;
+// overlaptest replays its backchannels and noises, hesitanttest barge-ins in phrases.
 package bargeintest

@@ -2,7 +2,7 @@
 // barge-ins in voices no other test uses, each placed in the agent's answer, replayed
 // through the whole pipeline on the virtual clock and measured on the speaker's rendered
 // output against the targets of soft barge-in handling. The test packages overlaptest
-// (backchannels and noises) and bargeintest (barge-ins, hesitant barge-ins) run its two
-// halves in processes of their own, so that each stays well within go test's default
-// timeout.
+// (backchannels and noises), bargeintest (barge-ins) and hesitanttest (barge-ins in
+// phrases) run its parts in processes of their own, so that each stays within go test's
+// default timeout.
 package overlaptable
