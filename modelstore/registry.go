@@ -56,7 +56,7 @@ func Builtin() Catalog {
 			Name: "whisper-tiny.en", Kind: KindASR, File: "ggml-tiny.en.bin", Default: true,
 			URL:  "https://huggingface.co/ggerganov/whisper.cpp/resolve/main/ggml-tiny.en.bin",
 			Size: 77704715, SHA256: "921e4cf8686fdd993dcd081a5da5b6c365bfde1162e72b08d75ac75289920b1f",
-			License: "MIT", Description: "whisper tiny, English only: the default, the one whose partials keep up on 2 cores while the LLM generates (docs/MEASUREMENTS.md); lower accuracy than base",
+			License: "MIT", Description: "whisper tiny, English only: the default, the one whose partials keep up on 2 cores while the LLM generates (docs/PERFORMANCE.md); lower accuracy than base",
 		},
 		{
 			Name: "whisper-small.en", Kind: KindASR, File: "ggml-small.en.bin",

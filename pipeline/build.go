@@ -405,7 +405,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	var overlapMod *overlap.Module
 	// The overlap module runs with echo cancellation too: the canceller cuts the user's
 	// voice in double talk, and its pieces decode as words, which without the module's
-	// confidences and acoustics stop the agent for most backchannels (docs/MEASUREMENTS.md).
+	// confidences and acoustics would stop the agent for most backchannels.
 	if cfg.Overlap.Enabled && cfg.TurnTaking.BargeIn.Enabled {
 		m, closeOverlap, err := openOverlap(NameOverlap, cfg.Overlap, cfg.TurnTaking.BargeIn, cfg.ASR.Pocketsphinx)
 		if err != nil {
@@ -479,8 +479,8 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	// The speech-producing side: the LLM feeds the TTS directly, or through a module
 	// that holds every clause until the reply is complete (the turn-based baseline).
-	toTTS := NameLLM
-	if !cfg.LLM.StreamClauses {
+	toTTS, held := NameLLM, !cfg.LLM.StreamClauses
+	if held {
 		mods = append(mods, hold.New(NameHold))
 		toTTS = NameHold
 	}
@@ -503,7 +503,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		{NameTTS, NameSpeaker}, {NameTTS, NameManager},
 		{NameSpeaker, NameManager}, {NameSpeaker, NameVAD},
 	}...)
-	if toTTS == NameHold {
+	if held {
 		links = append(links, [2]string{NameLLM, NameHold}, [2]string{NameManager, NameHold})
 	}
 	if overlapMod != nil {

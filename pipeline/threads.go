@@ -8,8 +8,8 @@ import (
 )
 
 // ThreadPlan is how the engines share the machine's cores: the LLM's threads for
-// generating (one token at a time, bound by memory bandwidth: a second thread adds about
-// 10 % on 2 cores) and for reading prompts (bound by compute), and whisper's threads.
+// generating (one token at a time, bound by memory bandwidth: a second thread adds
+// little on 2 cores) and for reading prompts (bound by compute), and whisper's threads.
 // Generation and whisper's partials run for long stretches beside the audio path (VAD,
 // TTS, echo canceller, devices), so each takes half of the cores by default and the
 // audio path is never left without one; prompts, short bursts bound by compute, take all.

@@ -61,7 +61,7 @@ func TestBenchRealistic(t *testing.T) {
 		t.Errorf("no voice-to-voice for the predictive pipeline: %s", data)
 	}
 	// Counted, not judged: a loaded test machine may starve the output (the quiet
-	// machine's figure is in docs/MEASUREMENTS.md).
+	// machine's figure is in docs/PERFORMANCE.md).
 	if n, ok := report.Underruns["predictive"]; !ok {
 		t.Errorf("bench.json does not count speaker underruns: %s", data)
 	} else {

@@ -369,10 +369,10 @@ func TestWordSpanConversion(t *testing.T) {
 // TestRepeatedSynthesis: libespeak-ng's waveform generator keeps state from one
 // utterance to the next that neither a new voice nor a new Synth resets, so the same
 // text comes out a little different after other speech (why replays in one process are
-// not sample-exact, docs/MEASUREMENTS.md). What replays rely on holds: the same words, and
+// not sample-exact). What replays rely on holds: the same words, and
 // a length within 20 ms. Within a few milliseconds as a rule; but a synthesis stopped
 // part-way (TestStreamStops here, a barge-in in the agent) leaves the generator where it
-// stopped, and the same text has then come out 11 ms shorter (CI, under -race).
+// stopped, and the same text then comes out shorter.
 func TestRepeatedSynthesis(t *testing.T) {
 	s := newSynth(t, Options{})
 	const text = "Anna, you can go to the story and see what you have."

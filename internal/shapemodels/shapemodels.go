@@ -36,7 +36,7 @@ const (
 
 	// The whisper shapes hold every tensor of the real ggml-*.en.bin files, as random F16
 	// data: without weights whisper.cpp still loads a file, encodes at full cost, but decodes
-	// 10-25 % faster (its never-written weights all read from one zero page).
+	// faster (its never-written weights all read from one zero page): a lower bound.
 	WhisperTinyEn  = "whisper-tiny.en"
 	WhisperBaseEn  = "whisper-base.en"
 	WhisperSmallEn = "whisper-small.en"

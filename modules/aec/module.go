@@ -145,7 +145,7 @@ const (
 	epochMoveMin = 2 * earlyBy
 	// maxDrift is the fastest a device's clock drifts against the system's (a poor one
 	// is 100 ppm off): the microphone's epoch moving earlier faster than this is its
-	// estimate settling (seen live: 35 ms over 5 s, 7000 ppm; 190 ms over 4 s).
+	// estimate settling, which moves it by tens of milliseconds over seconds.
 	maxDrift = 2000e-6
 	// maxKept is the longest delay from the reference to its echo that a move is left
 	// to the engine for (engineKeepsUp): within AEC3's delay estimator's reach and

@@ -67,13 +67,13 @@ func (r *runner) played(f audio.Frame, heard time.Time) {
 // fast both clocks move earlier alike while the echo stays where it was.
 //   - The microphone's epoch is an estimate from stamps that are never early but often
 //     late. When it moves earlier faster than any clock drifts (maxDrift), it settles:
-//     the microphone's sliding minimum found earlier stamps (35 ms over the first 5 s
-//     of a live run under load; 165–190 ms over 4–5 s when a backlog of captured audio
-//     drained slowly, which PortAudio's capture time does not include). The echo stays
-//     where it was in the microphone's samples then, so those moves are dropped. Any
-//     other move of the epoch (samples lost uncounted, a slip; a clock drifting, 1 ms in
-//     10 s at 100 ppm) that the output's timing does not share is followed at once past
-//     epochMoveMin, and then by moveMin steps until the clock's average has caught up;
+//     the microphone's sliding minimum found earlier stamps (after a loaded start, or a
+//     backlog of captured audio that PortAudio's capture time does not include). The
+//     echo stays where it was in the microphone's samples then, so those moves are
+//     dropped. Any other move of the epoch (samples lost uncounted, a slip; a clock
+//     drifting, 1 ms in 10 s at 100 ppm) that the output's timing does not share is
+//     followed at once past epochMoveMin, and then by moveMin steps until the clock's
+//     average has caught up;
 //     unless the engine's own delay estimate shows it can absorb the move
 //     (engineKeepsUp).
 //   - The output's moves come with its timing's jitter: when moveAgree IUs in a row say
@@ -173,16 +173,16 @@ func (r *runner) place(heard time.Time, start int64, quiet bool) {
 // the echo at least earlyBy and at most maxKept after the reference. It returns that
 // estimate too, for the log. Every move makes an
 // engine adapt anew, and a residue of the agent's voice while it does can sound like
-// the user (a live CI run: it became a user turn). Two kinds of move are as likely the
+// the user (and become a user turn). Two kinds of move are as likely the
 // clocks' estimates as the echo moving:
 //   - The microphone's clock is a sliding minimum of its stamps (10 s in package mic): a
 //     later move shows only once the earlier stamps leave its window, long after the
 //     echo moved, if it did (samples lost); by then an engine with a delay estimator
 //     has found the echo where it went. If the stamps were early instead, the echo
 //     never moved at all.
-//   - A small move of the output's timing (under epochMoveMin) comes of its jitter as
-//     often as of the output's buffer (seen live with the speaker starved: 5 ms, after
-//     20 ms of played audio came late); a buffer that grows moves it by more.
+//   - A small move of the output's timing (under epochMoveMin) comes of its jitter (a
+//     starved speaker) as often as of the output's buffer; a buffer that grows moves it
+//     by more.
 func (r *runner) engineKeepsUp(by int64) (engineDelay time.Duration, ok bool) {
 	d := r.m.c.Stats().Delay
 	after := d.D + audio.SamplesToDuration(by, Rate)

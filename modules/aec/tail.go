@@ -12,11 +12,10 @@ import (
 // TailGate is a Canceller around another that removes the room's reverberation tail
 // the inner one lets through after the far end falls silent.
 //
-// Why: AEC3 cancels the echo while the agent speaks and for about 80 ms after a phrase
-// ends; from then on it passes the microphone through untouched while the room still
-// rings with the last syllable (on the simulated laptop the tail gets through at 15–20
-// dB below the echo with RT60 300 ms, 10 dB with 500 ms, for the 100–200 ms it takes to
-// die away). A VAD may take that for the start of speech.
+// Why: AEC3 cancels the echo while the agent speaks and shortly after a phrase ends;
+// from then on it passes the microphone through untouched while the room still rings
+// with the last syllable, for as long as the tail takes to die away. A VAD may take
+// that for the start of speech.
 //
 // How: the gate follows the echo's envelope from the reference alone: the reference's
 // power per 10 ms block, held at its peak and decaying as a room with TailConfig.RT60
@@ -30,7 +29,7 @@ import (
 // While the far end plays the gate does nothing, so double talk is the inner
 // canceller's alone, except over a phrase's onset (onsetBlocks) after a pause in which
 // the gate let nothing through: AEC3's suppressor, idle through the pause, lets the
-// first 10–20 ms of the phrase's echo through at 10–30 dB below it. There a block gets
+// first milliseconds of the phrase's echo through. There a block gets
 // the same gain against an estimate of that residue: a tenth of the echo expected
 // (the envelope and the path's gain) where the microphone rose 6 dB or more above its
 // level before the onset, a hundredth elsewhere; and only in blocks where the inner
@@ -137,8 +136,7 @@ const (
 	// first sound may fall short of gateActive in its first block). onsetArrival and
 	// onsetResidue are the share of the echo's power the inner canceller is taken to
 	// leave where the echo arrives (the microphone rose by onsetRise) and in the rest of
-	// the onset (on the simulated laptop AEC3 left −10 dB in the echo's first block,
-	// −20 to −40 dB after it).
+	// the onset (AEC3 leaves most in the echo's first block).
 	onsetBlocks  = 4
 	onsetAhead   = 2
 	onsetArrival = 0.1

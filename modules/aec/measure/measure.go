@@ -490,7 +490,7 @@ type Onset struct {
 func (o Onset) ERLE() float64 { return o.Echo - o.Left }
 
 // OnsetLen is how much of the echo after a pause Onsets measures: AEC3's suppressor,
-// idle through the pause, lets the first 10–20 ms of it through.
+// idle through the pause, lets the first milliseconds of it through.
 const OnsetLen = 40 * time.Millisecond
 
 // Onsets measures the echo and the output where the far end sounds again after each of

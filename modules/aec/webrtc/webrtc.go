@@ -16,11 +16,10 @@ type Engine struct{ p *webrtcapm.Processor }
 var _ aec.Engine = Engine{}
 
 // AEC3's settings for a laptop in a room, where cfg leaves them zero. The library's own
-// (a 52 ms filter, 2.5 s of initial state) leave a room's reverberation (RT60 300 ms)
-// to the suppressor, and in the first answer of a session that let a low residue
-// through: with these the pipeline's echo benchmark has no window under 25 dB from the
-// agent's first sound (docs/MEASUREMENTS.md, "Echo cancellation"). A 160 ms filter
-// followed a drifting microphone clock too slowly.
+// (a 52 ms filter, 2.5 s of initial state) leave a room's reverberation to the
+// suppressor, which lets a residue through in a session's first answer; these converge
+// from the agent's first sound (TestReplayEchoConverges checks it). A longer
+// filter follows a drifting microphone clock too slowly.
 const (
 	FilterLength = 104 * time.Millisecond
 	InitialState = 500 * time.Millisecond

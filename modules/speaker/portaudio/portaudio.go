@@ -132,17 +132,14 @@ func (d *deviceOutput) Open(ctx context.Context, p *iu.Ports, start time.Time) (
 
 // anchorWindow is how long the output's timing remembers an early estimate. A callback
 // that runs late (a loaded machine, a garbage collection holding the audio thread) times
-// its buffer late by as much: live under load the estimates of one stream spread 12–30 ms
-// with up to 24 jumps of more than 3 ms (3–4 ms and at most one jump on an idle
-// machine; docs/MEASUREMENTS.md). The earliest estimate of the last second is the
+// its buffer late by as much, so the earliest estimate of the last second is the
 // stream's timing; a sound server that grows its buffer without an underflow is
 // followed a second later.
 const anchorWindow = time.Second
 
 // anchorWarmup is how long after the stream starts the latest estimate stands: while the
-// sound server fills its buffer the first buffers' estimates come early (by 37–63 ms
-// through PulseAudio here, for about 140 ms), so the earliest of them would be wrong for
-// a second.
+// sound server fills its buffer the first buffers' estimates come early, so the earliest
+// of them would be wrong for a second.
 const anchorWarmup = 500 * time.Millisecond
 
 // outputEvent wakes the module: the renderer applied a request, or the stream finished.

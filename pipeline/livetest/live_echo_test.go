@@ -1,4 +1,4 @@
-package pipeline
+package livetest
 
 import (
 	"context"
@@ -23,6 +23,8 @@ import (
 	"github.com/parley-voice/parley/modules/manager"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/vad"
+	"github.com/parley-voice/parley/pipeline"
+	"github.com/parley-voice/parley/pipeline/internal/pipetest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
@@ -75,13 +77,13 @@ func (l *liveLaptop) Observe(at time.Time, m iu.Message) {
 		}
 		switch pl := up.IU.Payload.(type) {
 		case audio.Frame:
-			if m.From == NameInput && !pl.Captured.IsZero() {
+			if m.From == pipeline.NameInput && !pl.Captured.IsZero() {
 				l.clocks = append(l.clocks, fmt.Sprintf("mic %d %d", pl.Start, pl.Captured.UnixNano()))
 			}
 			if a := l.audio[m.From]; pl.Start >= int64(len(a)) {
 				l.audio[m.From] = append(append(a, make([]float32, pl.Start-int64(len(a)))...), pl.Samples...)
 			}
-			if m.From == NameInput && !pl.Captured.IsZero() && l.micTime.IsZero() {
+			if m.From == pipeline.NameInput && !pl.Captured.IsZero() && l.micTime.IsZero() {
 				l.micStart, l.micTime = pl.Start, pl.Captured
 				l.once.Do(func() { close(l.listening) })
 			}
@@ -241,7 +243,7 @@ func laptopServer(t *testing.T) (*pulsetest.Server, pulsetest.Sink) {
 // agent answered the barge-in, or earlier when stopAfterFirst says so (after the first
 // stop or agent turn). It returns the session, the recordings' wall-clock spans and
 // the watcher.
-func liveOnLaptop(t *testing.T, cfg Config, eng *Engines, srv *pulsetest.Server, room pulsetest.Sink, stopAfterFirst bool) (*LiveResult, [][2]time.Time, *liveLaptop) {
+func liveOnLaptop(t *testing.T, cfg pipeline.Config, eng *pipeline.Engines, srv *pulsetest.Server, room pulsetest.Sink, stopAfterFirst bool) (*pipeline.LiveResult, [][2]time.Time, *liveLaptop) {
 	t.Helper()
 	shared := testenv.SharedDir(t)
 	question := filepath.Join(shared, "audio", "v2j_what_time_is_it.wav")
@@ -351,7 +353,7 @@ func liveOnLaptop(t *testing.T, cfg Config, eng *Engines, srv *pulsetest.Server,
 	cfg.Audio.Input, cfg.Audio.Output = "pulse", "pulse"
 	var transcript strings.Builder
 	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
-	res, err := Live(ctx, cfg, eng, LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"),
+	res, err := pipeline.Live(ctx, cfg, eng, pipeline.LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"),
 		Observers: []iu.Observer{watch}, Logger: log})
 	<-done
 	t.Cleanup(func() { watch.dump(t) })
@@ -373,9 +375,9 @@ func liveOnLaptop(t *testing.T, cfg Config, eng *Engines, srv *pulsetest.Server,
 // it stops for its own voice. With PulseAudio's own module-echo-cancel as the
 // microphone, echo_cancel auto leaves the cancelling to the server.
 func TestLiveEchoThroughPulseAudio(t *testing.T) {
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	cfg.LLM.MaxTokens = 48 // a long answer, to hear much of the agent's echo
-	eng, err := LoadEngines(cfg, nil)
+	eng, err := pipeline.LoadEngines(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,8 +409,7 @@ func TestLiveEchoThroughPulseAudio(t *testing.T) {
 			t.Errorf("%d interrupted agent turns, want 1 (the barge-in's)", interrupted)
 		case interrupted == 0 && users < 3:
 			// In double talk the canceller may leave too little of the user's voice to
-			// stop the agent in time (docs/MEASUREMENTS.md); the barge-in must then at
-			// least not be lost.
+			// stop the agent in time; the barge-in must then at least not be lost.
 			t.Errorf("the barge-in neither stopped the agent nor became a user turn (%d user turns)", users)
 		case interrupted == 0:
 			t.Logf("the barge-in did not stop the agent; it became a user turn after it")
@@ -474,7 +475,7 @@ func TestResolveEchoCancelWithPulseAudio(t *testing.T) {
 			if output == "" {
 				output = "pulse"
 			}
-			s := ResolveEchoCancel(ctx, AudioConfig{Input: "pulse", Output: output})
+			s := pipeline.ResolveEchoCancel(ctx, pipeline.AudioConfig{Input: "pulse", Output: output})
 			t.Logf("%v; server %s; devices %+v; problems %q", s.Decision, s.Server, s.Devices, s.Problems)
 			if s.Decision.On != tc.on || !strings.Contains(s.Decision.Reason, tc.why) || s.Server == "" || len(s.Problems) > 0 {
 				t.Errorf("decided %v (server %q, problems %q), want on %v because %q", s.Decision, s.Server, s.Problems, tc.on, tc.why)
@@ -482,7 +483,7 @@ func TestResolveEchoCancelWithPulseAudio(t *testing.T) {
 		})
 	}
 	// A setting other than auto asks no one.
-	if s := ResolveEchoCancel(ctx, AudioConfig{EchoCancel: "off"}); s.Decision.On || s.Server != "" {
+	if s := pipeline.ResolveEchoCancel(ctx, pipeline.AudioConfig{EchoCancel: "off"}); s.Decision.On || s.Server != "" {
 		t.Errorf("echo_cancel off: %+v", s)
 	}
 }

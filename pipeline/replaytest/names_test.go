@@ -1,59 +1,46 @@
-package pipeline
+package replaytest
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/iu"
+	"github.com/parley-voice/parley/pipeline"
+	"github.com/parley-voice/parley/pipeline/internal/pipetest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 )
-
-// senders records the modules that sent IUs.
-type senders struct {
-	mu    sync.Mutex
-	names map[string]bool
-}
-
-func (s *senders) Observe(_ time.Time, m iu.Message) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.names[m.From] = true
-}
 
 // TestLogNamesCoverTheNetwork: every module of the built networks (each pipeline) and
 // every logger they write to is named in LogNames, the list --log-modules checks names
 // against.
 func TestLogNamesCoverTheNetwork(t *testing.T) {
 	shared := testenv.SharedDir(t)
-	scenario := writeScenario(t, 2, filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5)
-	known := LogNames()
-	for _, pipe := range Pipelines {
+	scenario := pipetest.WriteScenario(t, 2, filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5)
+	known := pipeline.LogNames()
+	for _, pipe := range pipeline.Pipelines {
 		t.Run(pipe, func(t *testing.T) {
-			cfg := WithPipeline(demoConfig(t), pipe)
-			eng, err := LoadEngines(cfg, nil)
+			cfg := pipeline.WithPipeline(pipetest.DemoConfig(t), pipe)
+			eng, err := pipeline.LoadEngines(cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer eng.Close()
 			core, logs := observer.New(zapcore.DebugLevel)
-			sent := &senders{names: map[string]bool{}}
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			sent := &pipetest.Senders{Names: map[string]bool{}}
+			ctx, cancel := pipetest.ReplayContext(t)
 			defer cancel()
 			var console strings.Builder
-			if _, err := Replay(ctx, cfg, eng, ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, Console: &console,
+			if _, err := pipeline.Replay(ctx, cfg, eng, pipeline.ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, Console: &console,
 				Logger: zap.New(core), Observers: []iu.Observer{sent}}); err != nil {
 				t.Fatal(err)
 			}
 			names := map[string]bool{}
-			for name := range sent.names {
+			for name := range sent.Names {
 				names[name] = true
 			}
 			for _, e := range logs.All() {

@@ -1,205 +1,34 @@
-package pipeline
+package replaytest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-	"unicode"
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/internal/testenv"
-	"github.com/parley-voice/parley/iu"
-	"github.com/parley-voice/parley/modules/asr"
-	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/speaker"
 	"github.com/parley-voice/parley/modules/tts"
-	"github.com/parley-voice/parley/modules/vad"
+	"github.com/parley-voice/parley/pipeline/internal/pipetest"
 	"github.com/parley-voice/parley/turntaking"
-	"github.com/parley-voice/parley/userdirs"
 )
 
-// demoConfig loads configs/demo.yaml: Silero VAD, pocketsphinx, stories260K, espeak-ng.
-func demoConfig(t testing.TB) Config {
-	t.Helper()
-	shared := testenv.SharedDir(t)
-	t.Setenv("PARLEY_SHARED", shared)
-	testenv.File(t, filepath.Join(shared, "models", "stories260K.gguf"), "the shared test assets")
-	cfg, err := Load(filepath.Join(testenv.ModuleRoot(t), "configs", "demo.yaml"), Default(userdirs.Paths{Models: t.TempDir(), Sessions: t.TempDir()}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
-// writeScenario writes a scenario file placing recordings at times (seconds).
-func writeScenario(t *testing.T, tail float64, recs ...any) string {
-	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "tail: %g\nrecordings:\n", tail)
-	for i := 0; i < len(recs); i += 2 {
-		fmt.Fprintf(&b, "  - file: %s\n    at: %g\n", recs[i], recs[i+1])
-	}
-	path := filepath.Join(t.TempDir(), "scenario.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// record collects the IUs a test checks against (the TTS's chunks, the speaker's
-// reports, the manager's commands, the ends of the user's turns) in the order they were sent.
-type record struct {
-	mu       sync.Mutex
-	chunks   map[iu.ID]tts.Chunk
-	order    []iu.ID
-	revoked  map[iu.ID]bool // chunks withdrawn unplayed (a withdrawn preparation's)
-	reports  []speaker.Progress
-	commands []control.Command
-	words    []string
-	turnEnds []vad.EndOfTurn
-	// completions holds the LLM's latest estimate that the user's words are complete,
-	// by the words.
-	completions map[string]llm.TurnCompletion
-}
-
-func newRecord() *record {
-	return &record{chunks: map[iu.ID]tts.Chunk{}, revoked: map[iu.ID]bool{}, completions: map[string]llm.TurnCompletion{}}
-}
-
-func (r *record) Observe(_ time.Time, m iu.Message) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, up := range m.Updates {
-		if w, ok := up.IU.Payload.(asrWord); ok {
-			r.words = append(r.words, fmt.Sprintf("%s %s", up.Type, w.Summary()))
-		}
-		if _, ok := up.IU.Payload.(tts.Chunk); ok && up.Type == iu.Revoke {
-			r.revoked[up.IU.ID] = true
-		}
-		if up.Type != iu.Add {
-			continue
-		}
-		switch pl := up.IU.Payload.(type) {
-		case tts.Chunk:
-			r.chunks[up.IU.ID] = pl
-			r.order = append(r.order, up.IU.ID)
-		case speaker.Progress:
-			r.reports = append(r.reports, pl)
-		case control.Command:
-			r.commands = append(r.commands, pl)
-		case vad.EndOfTurn:
-			r.turnEnds = append(r.turnEnds, pl)
-		case llm.TurnCompletion:
-			r.completions[pl.Text] = pl
-		}
-	}
-}
-
-func runReplay(t *testing.T, cfg Config, scenario string) (*ReplayResult, *record) {
-	t.Helper()
-	res, rec, _ := runReplayConsole(t, cfg, scenario)
-	return res, rec
-}
-
-// runReplayConsole is runReplay that also returns what the console printed.
-func runReplayConsole(t *testing.T, cfg Config, scenario string) (*ReplayResult, *record, string) {
-	t.Helper()
-	eng, err := LoadEngines(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	rec := newRecord()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var console strings.Builder
-	res, err := Replay(ctx, cfg, eng, ReplayOptions{Input: scenario, OutDir: t.TempDir(), Record: true, Console: &console, Observers: []iu.Observer{rec}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("conversation:\n%s", console.String())
-	return res, rec, console.String()
-}
-
-// consoleAgentTurns returns the agent's lines a console printed, as "text" or
-// "text (interrupted)", leaving out a turn the console marks as not stored.
-func consoleAgentTurns(console string) []string {
-	// A line that does not start with a time continues the one before (text with a
-	// line break in it).
-	var lines []string
-	for _, l := range strings.Split(strings.TrimSuffix(console, "\n"), "\n") {
-		if n := len(lines); n > 0 && !strings.HasPrefix(l, "[") {
-			lines[n-1] += "\n" + l
-			continue
-		}
-		lines = append(lines, l)
-	}
-	var out []string
-	for _, line := range lines {
-		_, text, ok := strings.Cut(line, "] agent › ")
-		if !ok || strings.HasSuffix(text, " —(not stored)") {
-			continue // a turn the session ended in the middle of says it was not stored
-		}
-		if cut, interrupted := strings.CutSuffix(text, " —(interrupted)"); interrupted {
-			text = cut + " (interrupted)"
-		}
-		out = append(out, text)
-	}
-	return out
-}
-
-// historyAgentTurns returns the agent's stored turns in the same form.
-func historyAgentTurns(h *dialogue.History) []string {
-	var out []string
-	for _, u := range agentUtterances(h) {
-		text := u.Text
-		if u.Interrupted {
-			text += " (interrupted)"
-		}
-		out = append(out, text)
-	}
-	return out
-}
-
-// checkConsoleShowsHistory checks that the console printed each agent turn exactly as
-// the history stored it: an interrupted turn cut where the history cut it.
-func checkConsoleShowsHistory(t *testing.T, console string, h *dialogue.History) {
-	t.Helper()
-	if got, want := consoleAgentTurns(console), historyAgentTurns(h); !slices.Equal(got, want) {
-		t.Errorf("the console showed the agent's turns as\n%q\nthe history stored\n%q", got, want)
-	}
-}
-
-func agentUtterances(h *dialogue.History) []dialogue.Utterance {
-	var out []dialogue.Utterance
-	for _, u := range h.Utterances() {
-		if u.Speaker == dialogue.Agent {
-			out = append(out, u)
-		}
-	}
-	return out
-}
-
 func TestReplayTwoTurnsGetTwoReplies(t *testing.T) {
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	shared := testenv.SharedDir(t)
-	scenario := writeScenario(t, 3,
+	scenario := pipetest.WriteScenario(t, 3,
 		filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5,
 		filepath.Join(shared, "audio", "v2j_turn_on_living_room_lamp.wav"), 12.0)
-	res, _ := runReplay(t, cfg, scenario)
+	res, _ := pipetest.RunReplay(t, cfg, scenario)
 	var got []string
 	for _, u := range res.History.Utterances() {
 		got = append(got, fmt.Sprintf("%s %d", u.Speaker, u.TurnID))
@@ -228,66 +57,17 @@ func TestReplayTwoTurnsGetTwoReplies(t *testing.T) {
 	}
 }
 
-// heardText works out, from the speaker's own reports and the TTS chunks, which words of
-// an interrupted turn the listener heard completely: the reference the stored turn must
-// equal (with min_word_fraction 1, only whole words count).
-func heardText(t *testing.T, rec *record, turn int) string {
-	t.Helper()
-	var final *speaker.Progress
-	for i := range rec.reports {
-		pr := rec.reports[i]
-		if c, ok := pr.Item.(tts.Chunk); ok && c.TurnID == turn && pr.State == speaker.Stopped && !pr.Tail {
-			final = &pr
-		}
-	}
-	if final == nil {
-		t.Fatalf("the speaker never reported stopping turn %d", turn)
-	}
-	heard := final.Item.(tts.Chunk)
-	// Is the word in progress complete? Only if the chunk was heard to its end and no
-	// later chunk of the same word exists.
-	complete := final.Offset >= heard.Audio.Len()
-	var clauses []string
-	for i, id := range rec.order {
-		c := rec.chunks[id]
-		if c.TurnID != turn || rec.revoked[id] {
-			continue
-		}
-		if c.ClauseID == heard.ClauseID && c.Seq == heard.Seq+1 && c.WordIndex == heard.WordIndex && heard.WordIndex >= 0 {
-			complete = false
-		}
-		if c.FirstOfClause && c.ClauseID < heard.ClauseID {
-			clauses = append(clauses, c.ClauseText)
-		}
-		_ = i
-	}
-	end := heard.CharStart
-	if heard.WordIndex < 0 || complete {
-		end = heard.CharEnd
-	}
-	spaceOrPunct := func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }
-	last := strings.TrimRightFunc(heard.ClauseText[:end], spaceOrPunct)
-	if strings.TrimFunc(heard.ClauseText[end:], spaceOrPunct) == "" {
-		// The clause's last word was heard whole: so was the clause, punctuation and all.
-		last = strings.TrimRightFunc(heard.ClauseText, unicode.IsSpace)
-	}
-	if last != "" {
-		clauses = append(clauses, last)
-	}
-	return strings.Join(clauses, " ")
-}
-
 func TestReplayBargeInKeepsExactlyTheWordsHeard(t *testing.T) {
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	cfg.Dialogue.MinWordFraction = 1 // whole words only, so the reference is unambiguous
 	shared := testenv.SharedDir(t)
-	scenario := writeScenario(t, 3,
+	scenario := pipetest.WriteScenario(t, 3,
 		filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5,
 		filepath.Join(shared, "audio", "goforward.wav"), 4.0)
-	res, rec, console := runReplayConsole(t, cfg, scenario)
+	res, rec, console := pipetest.RunReplayConsole(t, cfg, scenario)
 
-	agents := agentUtterances(res.History)
-	checkConsoleShowsHistory(t, console, res.History)
+	agents := pipetest.AgentUtterances(res.History)
+	pipetest.CheckConsoleShowsHistory(t, console, res.History)
 	if len(agents) < 2 {
 		t.Fatalf("history %+v: want the interrupted turn and the reply to the barge-in", res.History.Utterances())
 	}
@@ -295,7 +75,7 @@ func TestReplayBargeInKeepsExactlyTheWordsHeard(t *testing.T) {
 	if !cut.Interrupted {
 		t.Fatalf("agent turn %d was not interrupted: %+v", cut.TurnID, cut)
 	}
-	want := heardText(t, rec, cut.TurnID)
+	want := pipetest.HeardText(t, rec, cut.TurnID)
 	if cut.Text != want {
 		t.Errorf("stored agent turn %q, but the speaker's record says the listener heard %q (generated: %q)", cut.Text, want, cut.FullText)
 	}
@@ -314,7 +94,7 @@ func TestReplayBargeInKeepsExactlyTheWordsHeard(t *testing.T) {
 	// speaker said the output fell silent (the pause at the user's onset; Pos includes
 	// the tail the device still played), and not before.
 	var stopPos time.Duration
-	for _, pr := range rec.reports {
+	for _, pr := range rec.Reports {
 		if c, ok := pr.Item.(tts.Chunk); ok && c.TurnID == cut.TurnID && (pr.State == speaker.Paused || pr.State == speaker.Stopped) {
 			stopPos = pr.Pos
 			break
@@ -338,28 +118,16 @@ func TestReplayBargeInKeepsExactlyTheWordsHeard(t *testing.T) {
 	}
 }
 
-// backchannel synthesises "yeah" with the espeak-ng command (a voice pocketsphinx
-// recognises as "yeah").
-func backchannel(t *testing.T) string {
-	t.Helper()
-	bin := testenv.Command(t, "espeak-ng", testenv.EnvFix)
-	path := filepath.Join(t.TempDir(), "yeah.wav")
-	if out, err := exec.Command(bin, "-v", "en-gb", "-s", "175", "-w", path, "yeah").CombinedOutput(); err != nil {
-		t.Fatalf("espeak-ng: %v\n%s", err, out)
-	}
-	return path
-}
-
 func TestReplayBackchannelDoesNotInterrupt(t *testing.T) {
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	shared := testenv.SharedDir(t)
-	scenario := writeScenario(t, 3,
+	scenario := pipetest.WriteScenario(t, 3,
 		filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5,
-		backchannel(t), 3.6)
-	res, rec := runReplay(t, cfg, scenario)
+		pipetest.Backchannel(t), 3.6)
+	res, rec := pipetest.RunReplay(t, cfg, scenario)
 
 	var order []string
-	for _, w := range rec.words {
+	for _, w := range rec.Words {
 		t.Logf("asr: %s", w)
 	}
 	for _, u := range res.History.Utterances() {
@@ -378,7 +146,7 @@ func TestReplayBackchannelDoesNotInterrupt(t *testing.T) {
 		t.Fatalf("history %q: want the question, the whole answer and the backchannel", order)
 	}
 	var ducked, unducked bool
-	for _, c := range rec.commands {
+	for _, c := range rec.Commands {
 		t.Logf("command: %s", c.Summary())
 		ducked = ducked || c.Action == control.Duck
 		unducked = unducked || c.Action == control.Unduck
@@ -391,14 +159,12 @@ func TestReplayBackchannelDoesNotInterrupt(t *testing.T) {
 	}
 }
 
-type asrWord = asr.Word
-
 func TestReplayReengagesAfterSilence(t *testing.T) {
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	cfg.TurnTaking.Reengage = turntaking.ReengageConfig{After: 4 * time.Second, Text: "Are you still there?", Max: 1}
 	shared := testenv.SharedDir(t)
-	scenario := writeScenario(t, 12, filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5)
-	res, _ := runReplay(t, cfg, scenario)
+	scenario := pipetest.WriteScenario(t, 12, filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5)
+	res, _ := pipetest.RunReplay(t, cfg, scenario)
 	var got []string
 	for _, u := range res.History.Utterances() {
 		got = append(got, fmt.Sprintf("%s %d %q", u.Speaker, u.TurnID, u.Text))
@@ -427,10 +193,10 @@ func TestReplayReengagesAfterSilence(t *testing.T) {
 // stopped, changes libespeak-ng's state, and so the length of later speech by up to
 // 11 ms (TestRepeatedSynthesis).
 func TestReplayDemo(t *testing.T) {
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	scenario := filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "demo.yaml")
-	res, _, console := runReplayConsole(t, cfg, scenario)
-	checkConsoleShowsHistory(t, console, res.History)
+	res, _, console := pipetest.RunReplayConsole(t, cfg, scenario)
+	pipetest.CheckConsoleShowsHistory(t, console, res.History)
 	for _, name := range []string{"transcript.txt", "metrics.json"} {
 		want, err := os.ReadFile(filepath.Join("testdata", "demo", name))
 		if err != nil {

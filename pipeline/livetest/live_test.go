@@ -1,4 +1,4 @@
-package pipeline
+package livetest
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/console"
 	"github.com/parley-voice/parley/modules/speaker"
+	"github.com/parley-voice/parley/pipeline"
+	"github.com/parley-voice/parley/pipeline/internal/pipetest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
@@ -48,7 +50,7 @@ func userTrack(t *testing.T, length time.Duration, recs ...any) string {
 // sink. The user barges in while the agent speaks; the stored agent turn must be exactly
 // what the speaker reports the listener heard.
 func TestLiveBargeInThroughPulseAudio(t *testing.T) {
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	cfg.LLM.MaxTokens = 48 // a reply long enough to be interrupted in real time
 	cfg.Dialogue.MinWordFraction = 1
 	cfg.Audio.Input, cfg.Audio.Output = "pulse", "pulse"
@@ -66,7 +68,7 @@ func TestLiveBargeInThroughPulseAudio(t *testing.T) {
 	}
 	question := userTrack(t, 3*time.Second, filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5)
 	bargeIn := userTrack(t, 3*time.Second, filepath.Join(shared, "audio", "goforward.wav"), 0.0)
-	eng, err := LoadEngines(cfg, nil)
+	eng, err := pipeline.LoadEngines(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func TestLiveBargeInThroughPulseAudio(t *testing.T) {
 
 	runCtx, stop := context.WithTimeout(ctx, 40*time.Second)
 	defer stop()
-	rec := newRecord()
+	rec := pipetest.NewRecord()
 	heard := &firstHeard{playing: make(chan struct{})}
 	var transcript strings.Builder
 	// The user asks once the agent listens, and barges in once its answer is heard (a
@@ -104,19 +106,19 @@ func TestLiveBargeInThroughPulseAudio(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer timeline.Close()
-	res, err := Live(runCtx, cfg, eng, LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{rec, heard}, Logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)), Timeline: timeline})
+	res, err := pipeline.Live(runCtx, cfg, eng, pipeline.LiveOptions{Console: console.NewTerminal(&transcript, nil, false), SessionDir: filepath.Join(t.TempDir(), "session"), Observers: []iu.Observer{rec, heard}, Logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)), Timeline: timeline})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("conversation:\n%s", transcript.String())
-	agents := agentUtterances(res.History)
+	agents := pipetest.AgentUtterances(res.History)
 	if len(agents) == 0 || !agents[0].Interrupted {
-		t.Logf("how the sounds over the agent were handled:\n%s", soundTimeline(timelinePath, 0, time.Minute))
+		t.Logf("how the sounds over the agent were handled:\n%s", pipetest.SoundTimeline(timelinePath, 0, time.Minute))
 		t.Fatalf("history %+v: want the first agent turn interrupted by the barge-in", res.History.Utterances())
 	}
 	cut := agents[0]
-	checkConsoleShowsHistory(t, transcript.String(), res.History)
-	if want := heardText(t, rec, cut.TurnID); cut.Text != want {
+	pipetest.CheckConsoleShowsHistory(t, transcript.String(), res.History)
+	if want := pipetest.HeardText(t, rec, cut.TurnID); cut.Text != want {
 		t.Errorf("stored agent turn %q, but the speaker reports the listener heard %q (generated %q)", cut.Text, want, cut.FullText)
 	}
 	for _, m := range res.Metrics {

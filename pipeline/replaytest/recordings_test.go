@@ -1,4 +1,4 @@
-package pipeline
+package replaytest
 
 import (
 	"encoding/json"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/internal/testenv"
+	"github.com/parley-voice/parley/pipeline"
+	"github.com/parley-voice/parley/pipeline/internal/pipetest"
 )
 
 // TestReplayPlacesAfterTheAgent: a scenario whose recordings are made (a voice, a sound)
@@ -17,7 +19,7 @@ import (
 // the agent's answer became audible in agent.wav.
 func TestReplayPlacesAfterTheAgent(t *testing.T) {
 	testenv.Command(t, "flite", testenv.EnvFix)
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	t.Setenv("PARLEY_VOICE_CACHE", filepath.Join(t.TempDir(), "voices"))
 	scenario := filepath.Join(t.TempDir(), "cued.yaml")
 	const offset = 600 * time.Millisecond
@@ -34,12 +36,12 @@ recordings:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, _ := runReplay(t, cfg, scenario)
-	data, err := os.ReadFile(filepath.Join(res.OutDir, RecordingsFile))
+	res, _ := pipetest.RunReplay(t, cfg, scenario)
+	data, err := os.ReadFile(filepath.Join(res.OutDir, pipeline.RecordingsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var played []PlayedRecording
+	var played []pipeline.PlayedRecording
 	if err := json.Unmarshal(data, &played); err != nil {
 		t.Fatal(err)
 	}

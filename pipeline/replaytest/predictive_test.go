@@ -1,4 +1,4 @@
-package pipeline
+package replaytest
 
 import (
 	"os"
@@ -12,30 +12,9 @@ import (
 	"github.com/parley-voice/parley/dialogue"
 	"github.com/parley-voice/parley/internal/testenv"
 	"github.com/parley-voice/parley/modules/tts"
+	"github.com/parley-voice/parley/pipeline"
+	"github.com/parley-voice/parley/pipeline/internal/pipetest"
 )
-
-// scenarioTurns is the project's scenario set with the user turns each one holds: what
-// a listener would count, with a pause inside a sentence not ending it.
-var scenarioTurns = map[string]int{
-	"demo.yaml":                3,
-	"bench.yaml":               4,
-	"pause-mid-sentence.yaml":  1,
-	"list-pause.yaml":          1,
-	"trailing-and.yaml":        1,
-	"hesitation.yaml":          1,
-	"two-questions.yaml":       2,
-	"pause-after-can-you.yaml": 1,
-}
-
-func userTurns(h *dialogue.History) []string {
-	var out []string
-	for _, u := range h.Utterances() {
-		if u.Speaker == dialogue.User {
-			out = append(out, u.Text)
-		}
-	}
-	return out
-}
 
 // TestPredictiveScenarioSet replays every scenario of the project's set through the
 // predictive and the incremental pipeline: the predictive one must cut in no more often
@@ -52,7 +31,7 @@ func TestPredictiveScenarioSet(t *testing.T) {
 		if !strings.HasSuffix(e.Name(), ".yaml") {
 			continue
 		}
-		want, ok := scenarioTurns[e.Name()]
+		want, ok := pipetest.ScenarioTurns()[e.Name()]
 		if !ok {
 			t.Errorf("scenario %s is not in the test's table: how many user turns does it hold?", e.Name())
 			continue
@@ -61,14 +40,14 @@ func TestPredictiveScenarioSet(t *testing.T) {
 		t.Run(e.Name(), func(t *testing.T) {
 			scenario := filepath.Join(dir, e.Name())
 			turns := map[string][]string{}
-			for _, p := range []string{Predictive, Incremental} {
-				res, _ := runReplay(t, WithPipeline(demoConfig(t), p), scenario)
-				turns[p] = userTurns(res.History)
+			for _, p := range []string{pipeline.Predictive, pipeline.Incremental} {
+				res, _ := pipetest.RunReplay(t, pipeline.WithPipeline(pipetest.DemoConfig(t), p), scenario)
+				turns[p] = pipetest.UserTurns(res.History)
 				t.Logf("%s: user turns %q", p, turns[p])
 			}
-			pred, inc := len(turns[Predictive]), len(turns[Incremental])
+			pred, inc := len(turns[pipeline.Predictive]), len(turns[pipeline.Incremental])
 			if pred != want {
-				t.Errorf("predictive heard %d user turns %q, want %d", pred, turns[Predictive], want)
+				t.Errorf("predictive heard %d user turns %q, want %d", pred, turns[pipeline.Predictive], want)
 			}
 			// More user turns than the listener counts are cut-ins; fewer are missed turns.
 			if cutIns := max(pred-want, 0); cutIns > max(inc-want, 0) {
@@ -76,8 +55,8 @@ func TestPredictiveScenarioSet(t *testing.T) {
 			}
 		})
 	}
-	if seen != len(scenarioTurns) {
-		t.Errorf("%d scenarios found, the table has %d", seen, len(scenarioTurns))
+	if seen != len(pipetest.ScenarioTurns()) {
+		t.Errorf("%d scenarios found, the table has %d", seen, len(pipetest.ScenarioTurns()))
 	}
 }
 
@@ -86,12 +65,12 @@ func TestPredictiveScenarioSet(t *testing.T) {
 // may be heard (agent.wav is silent until the real reply), shown (the console), stored
 // (history, session) — only the timeline tells it happened.
 func TestWithdrawnReplyLeavesNoTrace(t *testing.T) {
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	scenario := filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "pause-mid-sentence.yaml")
-	res, rec, console := runReplayConsole(t, cfg, scenario)
+	res, rec, console := pipetest.RunReplayConsole(t, cfg, scenario)
 
 	var prepared, withdrawn []int
-	for _, c := range rec.commands {
+	for _, c := range rec.Commands {
 		switch c.Action {
 		case control.Prepare:
 			prepared = append(prepared, c.TurnID)
@@ -108,12 +87,12 @@ func TestWithdrawnReplyLeavesNoTrace(t *testing.T) {
 		withdrawnTurn[id] = true
 	}
 	synthesised := 0
-	for _, id := range rec.order {
-		if c := rec.chunks[id]; withdrawnTurn[c.TurnID] && c.Tentative {
+	for _, id := range rec.Order {
+		if c := rec.Chunks[id]; withdrawnTurn[c.TurnID] && c.Tentative {
 			synthesised++
 		}
 	}
-	for _, pr := range rec.reports {
+	for _, pr := range rec.Reports {
 		if c, ok := pr.Item.(tts.Chunk); ok && c.Tentative && !confirmedTurn(rec, c.TurnID) {
 			t.Fatalf("the speaker reports withdrawn audio of turn %d: %s", c.TurnID, pr.Summary())
 		}
@@ -125,7 +104,7 @@ func TestWithdrawnReplyLeavesNoTrace(t *testing.T) {
 	if len(utts) != 2 || utts[0].Speaker != dialogue.User || utts[1].Speaker != dialogue.Agent {
 		t.Fatalf("history %+v, want one user turn and one reply", utts)
 	}
-	checkConsoleShowsHistory(t, console, res.History)
+	pipetest.CheckConsoleShowsHistory(t, console, res.History)
 	if n := strings.Count(console, "agent ›"); n != 1 {
 		t.Errorf("the console shows %d agent lines:\n%s", n, console)
 	}
@@ -145,7 +124,7 @@ func TestWithdrawnReplyLeavesNoTrace(t *testing.T) {
 	if len(res.Metrics) != 1 || res.Metrics[0].FirstAudible.IsZero() {
 		t.Fatalf("metrics %+v", res.Metrics)
 	}
-	first := firstSound(agentAudio)
+	first := pipetest.FirstSound(agentAudio)
 	if first < 0 {
 		t.Fatal("agent.wav is silent")
 	}
@@ -156,8 +135,8 @@ func TestWithdrawnReplyLeavesNoTrace(t *testing.T) {
 }
 
 // confirmedTurn reports whether the manager asked for turn id in earnest (a Respond).
-func confirmedTurn(rec *record, id int) bool {
-	for _, c := range rec.commands {
+func confirmedTurn(rec *pipetest.Record, id int) bool {
+	for _, c := range rec.Commands {
 		if c.Action == control.Respond && c.TurnID == id {
 			return true
 		}
@@ -165,24 +144,14 @@ func confirmedTurn(rec *record, id int) bool {
 	return false
 }
 
-// firstSound returns the first sample that is not silence, or -1.
-func firstSound(f audio.Frame) int {
-	for i, x := range f.Samples {
-		if x > 1e-3 || x < -1e-3 {
-			return i
-		}
-	}
-	return -1
-}
-
 // TestPreparedReplyPlaysAtOnce: a complete question gets its reply prepared in the
 // user's pause, and the reply is heard within the end-of-turn hold plus the speaker's
 // latency, well before the incremental pipeline's silence threshold would even end the
 // turn (virtual clock: computation takes no time, so this is what the design imposes).
 func TestPreparedReplyPlaysAtOnce(t *testing.T) {
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	scenario := filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "two-questions.yaml")
-	res, rec := runReplay(t, cfg, scenario)
+	res, rec := pipetest.RunReplay(t, cfg, scenario)
 	if len(res.Metrics) == 0 {
 		t.Fatal("no exchange")
 	}
@@ -196,11 +165,11 @@ func TestPreparedReplyPlaysAtOnce(t *testing.T) {
 		t.Fatal("the reply was not asked for")
 	}
 	prepared := false
-	for _, c := range rec.commands {
+	for _, c := range rec.Commands {
 		prepared = prepared || (c.Action == control.Prepare && c.TurnID == m.AgentTurn)
 	}
 	if !prepared {
-		t.Errorf("the reply to %q was not prepared in the pause", userTurns(res.History)[0])
+		t.Errorf("the reply to %q was not prepared in the pause", pipetest.UserTurns(res.History)[0])
 	}
 	t.Logf("voice to voice %v (limit %v)", v2v, limit)
 }

@@ -1,4 +1,4 @@
-package pipeline
+package echotest
 
 import (
 	"context"
@@ -23,6 +23,8 @@ import (
 	"github.com/parley-voice/parley/modules/aec/measure"
 	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/modules/vad"
+	"github.com/parley-voice/parley/pipeline"
+	"github.com/parley-voice/parley/pipeline/internal/pipetest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -115,20 +117,20 @@ func selfInterruptions(events []turnEvent, spans []span) []string {
 }
 
 // replayOnLaptop replays a scenario on the simulated laptop with echo_cancel set to mode.
-func replayOnLaptop(t *testing.T, cfg Config, scenario, mode string) (*ReplayResult, []turnEvent) {
+func replayOnLaptop(t *testing.T, cfg pipeline.Config, scenario, mode string) (*pipeline.ReplayResult, []turnEvent) {
 	t.Helper()
 	cfg.Audio.EchoCancel = mode
-	eng, err := LoadEngines(cfg, nil)
+	eng, err := pipeline.LoadEngines(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
 	rec := &turnEvents{}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := pipetest.ReplayContext(t)
 	defer cancel()
 	var console strings.Builder
 	echo := room.Laptop()
-	res, err := Replay(ctx, cfg, eng, ReplayOptions{Input: scenario, OutDir: t.TempDir(), Console: &console, Observers: []iu.Observer{rec}, Echo: &echo})
+	res, err := pipeline.Replay(ctx, cfg, eng, pipeline.ReplayOptions{Input: scenario, OutDir: t.TempDir(), Console: &console, Observers: []iu.Observer{rec}, Echo: &echo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func replayOnLaptop(t *testing.T, cfg Config, scenario, mode string) (*ReplayRes
 // turn comes from a recording, and a barge-in recording that starts while the agent
 // speaks still interrupts it: at least one of them, and any other becomes a user turn.
 func TestReplayEchoOnEveryScenario(t *testing.T) {
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	scenarios, err := filepath.Glob(filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "*.yaml"))
 	if err != nil || len(scenarios) == 0 {
 		t.Fatalf("no scenarios: %v", err)
@@ -227,8 +229,7 @@ func TestReplayEchoOnEveryScenario(t *testing.T) {
 					// The canceller's output in double talk (AEC3 still adapting, its
 					// suppressor cutting the user's voice into pieces) may leave the
 					// recogniser too few confident words to stop the agent in time: then
-					// the barge-in must at least not be lost (a known gap, see
-					// docs/MEASUREMENTS.md).
+					// the barge-in must at least not be lost (a known gap).
 					lost := true
 					for _, u := range res.Transcript() {
 						if u.Speaker == dialogue.User && s.began(res.SessionTime(u.Start)) {
@@ -310,7 +311,7 @@ func (s *streams) Observe(_ time.Time, m iu.Message) {
 // iteration hears another voicing of the answer, see TestReplayEchoConverges; the
 // figures are the last one's):
 //
-//	scripts/env go test -run XXX -bench ReplayEcho -benchtime 1x ./pipeline/
+//	scripts/env go test -run XXX -bench ReplayEcho -benchtime 1x ./pipeline/echotest/
 func BenchmarkReplayEcho(b *testing.B) {
 	replay := newEchoReplay(b)
 	var r measure.Result
@@ -362,7 +363,7 @@ func checkEchoTarget(t testing.TB, r measure.Result) {
 // on, which rates the canceller's output.
 func newEchoReplay(t testing.TB) func() (measure.Result, aec.Cost) {
 	t.Helper()
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	cfg.LLM.MaxTokens = 64 // a long answer: many windows of echo alone
 	cfg.Audio.EchoCancel = "on"
 	shared := testenv.SharedDir(t)
@@ -371,19 +372,19 @@ func newEchoReplay(t testing.TB) func() (measure.Result, aec.Cost) {
 		filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := LoadEngines(cfg, nil)
+	eng, err := pipeline.LoadEngines(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
 	return func() (measure.Result, aec.Cost) {
-		s := newStreams(NameInput, NameEcho, NameAEC)
+		s := newStreams(pipeline.NameInput, pipeline.NameEcho, pipeline.NameAEC)
 		echo := room.Laptop()
-		res, err := Replay(context.Background(), cfg, eng, ReplayOptions{Input: scenario, OutDir: t.TempDir(), Observers: []iu.Observer{s}, Echo: &echo})
+		res, err := pipeline.Replay(context.Background(), cfg, eng, pipeline.ReplayOptions{Input: scenario, OutDir: t.TempDir(), Observers: []iu.Observer{s}, Echo: &echo})
 		if err != nil {
 			t.Fatal(err)
 		}
-		near, mic, out := s.audio[NameInput], s.audio[NameEcho], s.audio[NameAEC]
+		near, mic, out := s.audio[pipeline.NameInput], s.audio[pipeline.NameEcho], s.audio[pipeline.NameAEC]
 		if len(mic) != len(near) || len(out) != len(near) {
 			t.Fatalf("%d recorded, %d at the microphone, %d cancelled samples", len(near), len(mic), len(out))
 		}
@@ -400,19 +401,19 @@ func newEchoReplay(t testing.TB) func() (measure.Result, aec.Cost) {
 // up, what the canceller left of it and its linear output, each as long as the user's
 // recording, the last two different.
 func TestLogNamesCoverTheLaptop(t *testing.T) {
-	cfg := demoConfig(t)
+	cfg := pipetest.DemoConfig(t)
 	shared := testenv.SharedDir(t)
-	scenario := writeScenario(t, 2, filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5)
-	eng, err := LoadEngines(cfg, nil)
+	scenario := pipetest.WriteScenario(t, 2, filepath.Join(shared, "audio", "v2j_what_time_is_it.wav"), 0.5)
+	eng, err := pipeline.LoadEngines(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
 	core, logs := observer.New(zapcore.DebugLevel)
-	sent := &senders{names: map[string]bool{}}
+	sent := &pipetest.Senders{Names: map[string]bool{}}
 	echo := room.Laptop()
 	dir := t.TempDir()
-	if _, err := Replay(context.Background(), cfg, eng, ReplayOptions{Input: scenario, OutDir: dir, Record: true,
+	if _, err := pipeline.Replay(context.Background(), cfg, eng, pipeline.ReplayOptions{Input: scenario, OutDir: dir, Record: true,
 		Logger: zap.New(core), Observers: []iu.Observer{sent}, Echo: &echo}); err != nil {
 		t.Fatal(err)
 	}
@@ -432,18 +433,18 @@ func TestLogNamesCoverTheLaptop(t *testing.T) {
 	if slices.Equal(wavs["aec.wav"].Samples, wavs["aec-linear.wav"].Samples) {
 		t.Error("aec-linear.wav is the cleaned audio")
 	}
-	names := sent.names
+	names := sent.Names
 	for _, e := range logs.All() {
 		first, _, _ := strings.Cut(e.LoggerName, ".")
 		names[first] = true
 	}
-	for _, want := range []string{NameEcho, NameAEC} {
+	for _, want := range []string{pipeline.NameEcho, pipeline.NameAEC} {
 		if !names[want] {
 			t.Errorf("%s neither sent nor logged anything", want)
 		}
 	}
 	for name := range names {
-		if !slices.Contains(LogNames(), name) {
+		if !slices.Contains(pipeline.LogNames(), name) {
 			t.Errorf("%q sends IUs or logs, but LogNames lacks it", name)
 		}
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package replaytest
 
 import (
 	"errors"
@@ -13,6 +13,8 @@ import (
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/llm/llmtest"
 	"github.com/parley-voice/parley/modules/turnend"
+	"github.com/parley-voice/parley/pipeline"
+	"github.com/parley-voice/parley/pipeline/internal/pipetest"
 )
 
 // TestLoadEnginesLearnsServerContext: with the http engine the prompt is fitted to the
@@ -35,11 +37,11 @@ func TestLoadEnginesLearnsServerContext(t *testing.T) {
 		{openAI.URL + "/v1", 1000, 1000, ""},
 		{openAI.URL + "/v1", 0, 0, ""},
 	} {
-		cfg := demoConfig(t)
+		cfg := pipetest.DemoConfig(t)
 		cfg.LLM.Engine, cfg.LLM.URL, cfg.LLM.Context = "http", tt.url, tt.configured
-		eng, err := LoadEngines(cfg, nil)
+		eng, err := pipeline.LoadEngines(cfg, nil)
 		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrInvalidConfig) {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, pipeline.ErrInvalidConfig) {
 				t.Errorf("%s with llm.context %d: %v, want %q", tt.url, tt.configured, err, tt.wantErr)
 			}
 			if eng != nil {
@@ -73,17 +75,17 @@ func TestPredictiveWithLlamaServer(t *testing.T) {
 	estimates := map[string]map[string]llm.TurnCompletion{}
 	var eot turnend.Config
 	for _, engine := range []string{"llama", "http"} {
-		cfg := demoConfig(t)
+		cfg := pipetest.DemoConfig(t)
 		eot = cfg.EndOfTurn
 		if engine == "http" {
 			cfg.LLM.Engine, cfg.LLM.URL = "http", srv.URL
 		}
-		res, rec := runReplay(t, cfg, scenario)
-		turns[engine], estimates[engine] = userTurns(res.History), rec.completions
-		if got, want := len(turns[engine]), scenarioTurns["demo.yaml"]; got != want {
+		res, rec := pipetest.RunReplay(t, cfg, scenario)
+		turns[engine], estimates[engine] = pipetest.UserTurns(res.History), rec.Completions
+		if got, want := len(turns[engine]), pipetest.ScenarioTurns()["demo.yaml"]; got != want {
 			t.Fatalf("%s: user turns %q, want %d", engine, turns[engine], want)
 		}
-		for _, e := range rec.turnEnds {
+		for _, e := range rec.TurnEnds {
 			if e.Reason == "" {
 				continue // the VAD's own, which the policy's supersedes
 			}
@@ -91,7 +93,7 @@ func TestPredictiveWithLlamaServer(t *testing.T) {
 			kind, _, _ := strings.Cut(e.Reason, " (p=")
 			decisions[engine] = append(decisions[engine], kind)
 		}
-		t.Logf("%s: the turns ended %q", engine, rec.turnEnds)
+		t.Logf("%s: the turns ended %q", engine, rec.TurnEnds)
 	}
 	if !slices.Equal(turns["http"], turns["llama"]) || len(decisions["http"]) != len(turns["http"]) || len(decisions["llama"]) != len(turns["llama"]) {
 		t.Fatalf("user turns %q with llama-server, %q in process; ends of turns %q and %q", turns["http"], turns["llama"], decisions["http"], decisions["llama"])

@@ -1,0 +1,13 @@
+package overlaptest
+
+import (
+	"os"
+	"testing"
+
+	"github.com/parley-voice/parley/pipeline/internal/pipetest"
+)
+
+func TestMain(m *testing.M) {
+	pipetest.QuietNativeLogs()
+	os.Exit(m.Run())
+}
