@@ -34,6 +34,7 @@ func configFieldDocs() map[string]string {
 		"github.com/parley-voice/parley/modules/asr.PocketsphinxConfig.SampleRate":       "sample_rate of the audio fed to the decoder (16000 when zero).",
 		"github.com/parley-voice/parley/modules/asr.WhisperConfig.BeamSize":              "beam_size for the final decode (greedy when below 2); partial decodes are greedy.",
 		"github.com/parley-voice/parley/modules/asr.WhisperConfig.Fallback":              "fallback retries a final decode that fails whisper's quality checks at higher temperatures (whisper's default behaviour); partial decodes never retry.",
+		"github.com/parley-voice/parley/modules/asr.WhisperConfig.FullFinal":             "full_final decodes every utterance's final with whisper's full 30 s encoder window, the one it was trained on: the most accurate, and a whole 30 s encode after the user stopped, every turn (seconds on a laptop's CPU).",
 		"github.com/parley-voice/parley/modules/asr.WhisperConfig.Language":              "language code, or \"auto\".",
 		"github.com/parley-voice/parley/modules/asr.WhisperConfig.Model":                 "model is a ggml whisper model: a file, or a name from 'agent models list' (whisper-tiny.en).",
 		"github.com/parley-voice/parley/modules/asr.WhisperConfig.Prompt":                "prompt conditions the decoder (names, spelling, style).",

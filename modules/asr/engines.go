@@ -26,8 +26,20 @@ type WhisperConfig struct {
 	UseGPU bool `yaml:"use_gpu"`
 	// ShortContext runs partial decodes with the encoder window cut to the audio's
 	// length instead of whisper's fixed 30 s: several times faster for utterances of a
-	// few seconds, slightly less accurate. The final decode always uses the full window.
+	// few seconds, slightly less accurate. The final decode follows FullFinal.
 	ShortContext bool `yaml:"short_context"`
+	// FullFinal decodes every utterance's final with whisper's full 30 s encoder window,
+	// the one it was trained on: the most accurate, and a whole 30 s encode after the
+	// user stopped, every turn (seconds on a laptop's CPU). Off (the default), the final costs a partial's
+	// time or nothing: the latest partial is the final when it decoded all of the speech
+	// (it differs from the full pass's audio only by the silence after the speech, and
+	// is a greedy decode without temperature fallback, with the window cut as
+	// short_context cuts it); otherwise the final decodes the same audio as the full
+	// pass, with its beam and fallback, in a window cut to the audio plus 1.28 s of the
+	// padding whisper expects after it. Cutting the window may cost accuracy on some
+	// utterances (whisper can drop or repeat a word at the edge of a short window);
+	// turn this on where accuracy matters more than a reply a second sooner.
+	FullFinal bool `yaml:"full_final"`
 	// Fallback retries a final decode that fails whisper's quality checks at higher
 	// temperatures (whisper's default behaviour); partial decodes never retry.
 	Fallback bool `yaml:"fallback"`

@@ -166,7 +166,7 @@ func (r *runner) endOfTurn(e vad.EndOfTurn) {
 		u.cut(u.end)
 	}
 	r.decodedTo = max(u.end, u.recv)
-	if j := r.running; j != nil && j.u == u && j.kind == jobPartial {
+	if j := r.running; j != nil && j.u == u && j.kind == jobPartial && !r.partialWillServe(j, u.speechEnd) {
 		// A partial of this utterance is running: the final decode matters more.
 		r.cancel()
 	}

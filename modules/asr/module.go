@@ -147,6 +147,9 @@ func (m *Module) Run(ctx context.Context, p *iu.Ports) error {
 		r.finalOf = fd
 	}
 	r.peeker, _ = m.engine.(Peeker)
+	if q, ok := m.engine.(QuickFinals); ok && r.finalOf != nil && r.peeker == nil {
+		r.quick = q.QuickFinals()
+	}
 	if r.decodesEnd() {
 		r.speculate = m.cfg.Speculative
 	} else if m.cfg.Speculative {
@@ -202,6 +205,9 @@ type runner struct {
 	finalOf   FinalDecoder
 	peeker    Peeker
 	speculate bool
+	// quick: the latest partial may be the final of an utterance whose speech it
+	// decoded all of (QuickFinals).
+	quick bool
 
 	// recent holds the latest audio, for the pre-roll of the next utterance.
 	recent []audioRef

@@ -12,17 +12,21 @@ import (
 // advance commits the utterances whose final hypothesis is ready and starts the next
 // engine job.
 func (r *runner) advance(ctx context.Context) error {
-	for len(r.queue) > 0 {
-		u := r.queue[0]
-		if !u.ended || u.fin == nil || !u.fin.done {
-			break
+	for {
+		for len(r.queue) > 0 {
+			u := r.queue[0]
+			if !u.ended || u.fin == nil || !u.fin.done {
+				break
+			}
+			if err := r.commit(ctx, u, u.fin); err != nil {
+				return err
+			}
 		}
-		if err := r.commit(ctx, u, u.fin); err != nil {
+		// A final taken from a partial is done at once: commit it, or schedule on.
+		if again, err := r.schedule(ctx); err != nil || !again {
 			return err
 		}
 	}
-	r.schedule(ctx)
-	return nil
 }
 
 // speculation returns the end of the audio a speculative final decode of u would cover
@@ -68,19 +72,24 @@ func (r *runner) trailingOf(u *utterance) int64 {
 	return r.trailing
 }
 
-// schedule starts the next engine job when none runs and one is due.
-func (r *runner) schedule(ctx context.Context) {
+// schedule starts the next engine job when none runs and one is due. It reports whether
+// it took a partial decode as a final instead (QuickFinals), which is done at once.
+func (r *runner) schedule(ctx context.Context) (took bool, err error) {
 	if len(r.queue) == 0 {
-		return
+		return false, nil
 	}
 	u := r.queue[0]
 	if j := r.running; j != nil {
-		if _, due := r.speculation(u); due && j.u == u && j.kind == jobPartial {
+		if _, due := r.speculation(u); due && j.u == u && j.kind == jobPartial && !r.partialWillServe(j, u.segEnd) {
 			// The speculation is what the end of the turn will wait for; the partial
 			// in its way is only about the silence after the speech.
 			r.cancel()
+		} else if j.u == u && j.kind == jobPartial && u.fin == nil && partialAtPause(r.quick, u.paused, j.from+int64(len(j.feed)), u.recv, u.segEnd) {
+			// The speech paused: the partial that decodes all of it is the final, so
+			// the one that stops short of its end gives way.
+			r.cancel()
 		}
-		return
+		return false, nil
 	}
 	j := job{seq: r.jobs + 1, u: u, origin: u.start}
 	if u.complete(r.inputDone || r.speechEnded) {
@@ -99,24 +108,30 @@ func (r *runner) schedule(ctx context.Context) {
 		u.fed, u.started = u.recv, true
 	case u.complete(r.inputDone || r.speechEnded):
 		if u.fin != nil {
-			return // done, and committed by advance
+			return false, nil // done, and committed by advance
+		}
+		if u.speechEnd >= 0 && r.finalFromPartial(u, u.end, u.speechEnd, false) {
+			return true, nil
 		}
 		r.endJob(&j, u, u.end)
 		u.fin = &finalDecode{seq: j.seq, end: u.end, started: r.p.Now()}
 	case specDue:
+		if r.finalFromPartial(u, specEnd, u.segEnd, true) {
+			return true, r.earlyFinal(ctx, u)
+		}
 		r.endJob(&j, u, specEnd)
 		u.fin = &finalDecode{seq: j.seq, end: specEnd, speculative: true, started: r.p.Now()}
 		r.log.Debug("speculative final started", zap.Int("utterance", u.id), zap.Duration("audio_end", durOf(specEnd)), zap.Bool("peek", j.peek))
 	case u.fin != nil, u.ended && r.decodesEnd():
 		// Nothing new to hear until speech resumes (which drops the speculation), and
 		// nothing to feed after the end of turn when the final decode is FinalOf.
-		return
-	case r.feedEnd(u)-u.fed >= r.hop:
+		return false, nil
+	case r.feedEnd(u)-u.fed >= r.hop, partialAtPause(r.quick, u.paused, u.fed, r.feedEnd(u), u.segEnd):
 		to := r.feedEnd(u)
 		j.kind, j.start, j.feed, j.from = jobPartial, !u.started, u.span(u.fed, to), u.fed
 		u.fed, u.started = to, true
 	default:
-		return
+		return false, nil
 	}
 	r.jobs = j.seq
 	jctx, cancel := context.WithCancel(ctx)
@@ -127,6 +142,7 @@ func (r *runner) schedule(ctx context.Context) {
 		// The module may have stopped waiting; then nobody needs the result.
 		_ = r.p.Post(ctx, res)
 	})
+	return false, nil
 }
 
 // endJob makes j the final decode of u up to end: a peek when the engine may give its

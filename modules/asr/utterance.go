@@ -50,6 +50,9 @@ type utterance struct {
 	segEnd int64
 	paused bool
 	sure   bool
+	// partial is the latest partial decode, when the engine's quick finals may take it
+	// as the final (QuickFinals).
+	partial partialDecode
 	// fin is the final decode of the utterance (jobEnd), running or done: started
 	// speculatively when the last segment ended, or at the end of turn.
 	fin *finalDecode

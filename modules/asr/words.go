@@ -44,14 +44,7 @@ func (r *runner) result(ctx context.Context, res jobResult) error {
 		if f.speculative {
 			r.log.Debug("speculative final done", zap.Int("utterance", u.id), zap.Bool("turn_ended", u.ended),
 				zap.Duration("took", r.p.Now().Sub(f.started)))
-			if r.m.cfg.EarlyFinal && !u.ended {
-				// Its words are what the turn will most likely end with: say so now.
-				target := make([]Word, len(f.hyp.Words))
-				for i, w := range f.hyp.Words {
-					target[i] = r.word(u, w, 1)
-				}
-				return r.reconcile(ctx, u, target, false)
-			}
+			return r.earlyFinal(ctx, u)
 		}
 		return nil // advance commits it once the end of turn confirmed it
 	case jobFinal:
@@ -73,6 +66,9 @@ func (r *runner) result(ctx context.Context, res jobResult) error {
 		}
 		return fmt.Errorf("asr: utterance %d: %w", u.id, res.err)
 	}
+	if r.quick {
+		u.partial = partialDecode{end: res.from + int64(res.fed), hyp: res.hyp, done: true}
+	}
 	stable, rest, restStab := u.agree.Update(res.hyp.Words)
 	target := make([]Word, 0, len(stable)+len(rest))
 	for _, w := range stable {
@@ -82,6 +78,20 @@ func (r *runner) result(ctx context.Context, res jobResult) error {
 		for i, w := range rest {
 			target = append(target, r.word(u, w, restStab[i]))
 		}
+	}
+	return r.reconcile(ctx, u, target, false)
+}
+
+// earlyFinal reports the words of u's speculative final as soon as it is done, before the
+// end of turn (Config.EarlyFinal): they are what the turn will most likely end with.
+func (r *runner) earlyFinal(ctx context.Context, u *utterance) error {
+	f := u.fin
+	if !r.m.cfg.EarlyFinal || u.ended || f == nil || !f.done {
+		return nil
+	}
+	target := make([]Word, len(f.hyp.Words))
+	for i, w := range f.hyp.Words {
+		target[i] = r.word(u, w, 1)
 	}
 	return r.reconcile(ctx, u, target, false)
 }
