@@ -89,6 +89,14 @@ type PocketsphinxConfig struct {
 	// pocketsphinx gives no word posteriors (confidence 1); the final pass keeps both
 	// passes and its posteriors.
 	FastOwnFinals bool `yaml:"fast_own_finals"`
+	// EarlyAdapt adapts within the session's first utterance: once AdaptAfter of its
+	// audio is in, the final pass decodes that much on the side and the streaming pass
+	// decodes the utterance again from the start with its cepstral mean, while the user
+	// is still speaking. The first utterance's final is then the streaming pass's own,
+	// as every later one's, instead of a final pass after the user stopped; its words
+	// come from the mean of its first AdaptAfter rather than of all of it. Utterances
+	// shorter than AdaptAfter keep the final pass.
+	EarlyAdapt bool `yaml:"early_adapt"`
 }
 
 // ownFinals reports whether some finals are the streaming pass's own.
@@ -116,5 +124,5 @@ func (c PocketsphinxConfig) FinalPassApart() bool {
 // DefaultPocketsphinxConfig returns pocketsphinx's own model defaults with a final pass
 // for the first second of audio.
 func DefaultPocketsphinxConfig() PocketsphinxConfig {
-	return PocketsphinxConfig{FinalPass: true, AdaptAfter: time.Second, FastOwnFinals: true}
+	return PocketsphinxConfig{FinalPass: true, AdaptAfter: time.Second, FastOwnFinals: true, EarlyAdapt: true}
 }

@@ -105,10 +105,18 @@ func runJob(ctx context.Context, eng Engine, fd FinalDecoder, pk Peeker, j job) 
 		res.hyp, res.err = eng.Final(ctx)
 		return res
 	}
-	if res.err = feedPieces(ctx, eng, j.feed, &res.fed); res.err != nil {
-		return res
+	res.err = feedPieces(ctx, eng, j.feed, &res.fed)
+	if res.err == nil {
+		res.hyp, res.err = eng.Partial(ctx)
 	}
-	res.hyp, res.err = eng.Partial(ctx)
+	if pk != nil && res.started || pk != nil && !j.start {
+		// A Peeker may take over an utterance's final as it hears more of it
+		// (pocketsphinx's early adaptation).
+		res.own = ownNo
+		if pk.OwnFinal() {
+			res.own = ownYes
+		}
+	}
 	return res
 }
 

@@ -118,10 +118,45 @@ func (e *Engine) Feed(ctx context.Context, samples []float32) error {
 	if err := e.resume(ctx); err != nil {
 		return err
 	}
+	if err := e.adaptEarly(ctx); err != nil {
+		return err
+	}
+	if err := e.resume(ctx); err != nil {
+		return err
+	}
 	if err := e.dec.ProcessFloat(samples); err != nil {
 		return err
 	}
 	e.audio = append(e.audio, samples...)
+	return nil
+}
+
+// adaptEarly adapts within the session's first utterance (EarlyAdapt): once AdaptAfter
+// of its audio was fed, the final pass decodes it on the side, and the streaming pass
+// starts the utterance again from that pass's cepstral mean (resume decodes it again)
+// and gives its final itself. Between Feeds, so that the audio fed stays what the
+// module counts.
+func (e *Engine) adaptEarly(ctx context.Context) error {
+	if e.own || !e.cfg.EarlyAdapt || !e.cfg.FinalPass || e.cfg.AdaptAfter <= 0 || e.passed > 0 || e.peeked != nil ||
+		int64(len(e.audio)) < audio.DurationToSamples(e.cfg.AdaptAfter, audio.PipelineRate) {
+		return nil
+	}
+	dec, err := e.finalPassDecoder()
+	if err != nil {
+		return err
+	}
+	if _, err := e.finalPass(ctx, dec, e.audio); err != nil {
+		return err
+	}
+	e.startCMN, e.passedCMN = e.passedCMN, ""
+	e.own = true
+	if err := e.dec.EndUtt(); err != nil {
+		return err
+	}
+	if err := e.begin(); err != nil {
+		return err
+	}
+	e.replay, e.replayed = true, 0
 	return nil
 }
 
