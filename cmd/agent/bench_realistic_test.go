@@ -132,7 +132,9 @@ func TestBenchRealisticWhisper(t *testing.T) {
 	if !strings.Contains(stdout, "asr: the shape of "+shapemodels.WhisperTinyEn) {
 		t.Errorf("the table does not say the recogniser's shape:\n%s", stdout)
 	}
-	if code, _, stderr := runAgentBinary(t, env, time.Minute, "bench", "--asr", "whisper", scenario); code != 2 || !strings.Contains(stderr, "--realistic") {
-		t.Errorf("--asr without --realistic: exit %d, %s", code, stderr)
+	for _, bad := range [][]string{{"--asr", "whisper"}, {"--realistic", "--asr", "whisper", "--live"}, {"--realistic", "--asr", "vosk"}} {
+		if code, _, stderr := runAgentBinary(t, env, time.Minute, append(append([]string{"bench"}, bad...), scenario)...); code != 2 || !strings.Contains(stderr, "--") {
+			t.Errorf("agent bench %s: exit %d, %s", strings.Join(bad, " "), code, stderr)
+		}
 	}
 }

@@ -138,6 +138,9 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	if flagSet(fs, "asr") && !*realistic {
 		return usageErrorf("--asr needs --realistic (a configuration names the recogniser otherwise: asr.engine)")
 	}
+	if *asrName == pipeline.EngineWhisper && *live {
+		return usageErrorf("--asr whisper answers with the scenario's words where a replay's stream has them; a live run's microphone places them elsewhere: leave out --live")
+	}
 	if *asrName != "" && *asrName != pipeline.EnginePocketsphinx && *asrName != pipeline.EngineWhisper {
 		return usageErrorf("--asr %q: want %s or %s", *asrName, pipeline.EnginePocketsphinx, pipeline.EngineWhisper)
 	}
