@@ -67,3 +67,30 @@ func TestModuleQuickFinals(t *testing.T) {
 }
 
 var _ asr.QuickFinals = (*quickScripted)(nil)
+
+// TestModuleQuickFinalAtEndOfTurn: when the end of turn comes before the trailing audio
+// after the speech is in, a partial that decoded all of the speech is the final at once,
+// without waiting for that audio.
+func TestModuleQuickFinalAtEndOfTurn(t *testing.T) {
+	// The speech ends at 1.35 s by the end of turn, which comes at 1.4 s: the trailing
+	// audio runs to 1.65 s, but the partials decoded the audio to 1.4 s.
+	steps := []step{{frames: 20}, {onset: true}, {frames: 50}, {eot: true, eotEnd: 1350 * time.Millisecond}, {frames: 30}}
+	cfg := scriptedConfig()
+	cfg.Speculative = false
+	e := &quickScripted{sideScripted: sideScripted{scripted: scripted{partials: []string{"go", "go forward", "go forward ten"}}, finals: []string{"go forward ten meters"}}, quick: true}
+	log, logs := asrtest.DebugLog()
+	got, err := runDriver(t, cfg, e, markingDriver(steps, true, e.record), true, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if utts := asrtest.Contract(t, got); len(utts) != 1 || utts[0].Text != "go forward ten" {
+		t.Fatalf("utterances %+v", utts)
+	}
+	commits := logs.FilterMessage("utterance committed").All()
+	if len(commits) != 1 {
+		t.Fatalf("%d commits", len(commits))
+	}
+	if d := commits[0].ContextMap()["end_of_turn_to_commit"]; d != time.Duration(0) {
+		t.Errorf("committed %v after the end of turn, want at once", d)
+	}
+}

@@ -31,13 +31,14 @@ func (r *runner) advance(ctx context.Context) error {
 
 // speculation returns the end of the audio a speculative final decode of u would cover
 // now, and whether one is due: the turn's last segment has ended, Trailing audio after
-// it has arrived and no final decode of u is running or done.
+// it has arrived (or a partial that decoded all the speech is done, which is the final:
+// QuickFinals) and no final decode of u is running or done.
 func (r *runner) speculation(u *utterance) (end int64, due bool) {
 	if !r.speculate || u != r.cur || u.seg != "" && !(u.paused && (u.sure || r.peekTentative(u))) || u.segEnd < 0 || u.fin != nil {
 		return 0, false
 	}
 	end = r.speculationEnd(u)
-	return end, u.recv >= end
+	return end, u.recv >= end || partialServes(r.quick, u.partial, u.segEnd)
 }
 
 // feedEnd is how far the streaming pass may be fed now. When its final may be its own
@@ -103,15 +104,16 @@ func (r *runner) schedule(ctx context.Context) (took bool, err error) {
 		}
 	}
 	switch specEnd, specDue := r.speculation(u); {
+	case u.ended && u.fin == nil && r.finalFromPartial(u, u.end, u.speechEnd, false):
+		// The turn ended and a partial decoded all its speech: that is the final,
+		// whether or not the trailing audio is in.
+		return true, nil
 	case u.complete(r.inputDone || r.speechEnded) && !r.decodesEnd():
 		j.kind, j.start, j.feed = jobFinal, !u.started, u.span(u.fed, u.recv)
 		u.fed, u.started = u.recv, true
 	case u.complete(r.inputDone || r.speechEnded):
 		if u.fin != nil {
 			return false, nil // done, and committed by advance
-		}
-		if u.speechEnd >= 0 && r.finalFromPartial(u, u.end, u.speechEnd, false) {
-			return true, nil
 		}
 		r.endJob(&j, u, u.end)
 		u.fin = &finalDecode{seq: j.seq, end: u.end, started: r.p.Now()}
