@@ -93,7 +93,8 @@ type PocketsphinxConfig struct {
 	// waits for a final pass after the user stopped: once AdaptAfter of its audio is in,
 	// its final is the streaming pass's own, which starts the utterance again from the
 	// cepstral mean of that much (its words then come from the mean of its first
-	// AdaptAfter rather than of all of it). The next decode, while the user still
+	// AdaptAfter rather than of all of it, and, with FastOwnFinals, from the first
+	// search pass alone: fewer of them are right). The next decode, while the user still
 	// speaks or at the pause, runs the final pass over that much on the side and
 	// decodes the utterance again. Utterances shorter than AdaptAfter keep the final
 	// pass.
