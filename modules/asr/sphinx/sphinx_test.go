@@ -208,6 +208,9 @@ func TestPocketsphinxSpeculativeMatchesTurnEnd(t *testing.T) {
 		cfg  asr.PocketsphinxConfig
 	}{{"final-pass", finalPassConfig()}, {"adapted", lateAdaptConfig()}, {"early", asr.DefaultPocketsphinxConfig()}} {
 		for _, name := range files {
+			if mode.name == "early" && name != "goforward.wav" && name != "jfk.wav" {
+				continue // early adaptation differs from "adapted" in the first utterance only
+			}
 			t.Run(mode.name+"/"+name, func(t *testing.T) {
 				path := testenv.SharedFile(t, "audio/"+name)
 				var utts [2][]asr.Utterance
