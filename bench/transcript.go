@@ -3,11 +3,13 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/pipeline"
 )
 
 // SpokenWord is a word of a scenario's speech where the stream has it.
@@ -48,6 +50,7 @@ var (
 	_ asr.Engine       = (*Transcript)(nil)
 	_ asr.FinalDecoder = (*Transcript)(nil)
 	_ asr.Positioned   = (*Transcript)(nil)
+	_ asr.QuickFinals  = (*Transcript)(nil)
 )
 
 // NewTranscript returns the recogniser that runs decodes on inner and answers with words.
@@ -78,6 +81,12 @@ func (t *Transcript) Partial(ctx context.Context) (asr.Hypothesis, error) {
 // Final implements asr.Engine.
 func (t *Transcript) Final(ctx context.Context) (asr.Hypothesis, error) {
 	return t.decode(ctx, t.start, t.fed, func() (asr.Hypothesis, error) { return t.inner.Final(ctx) })
+}
+
+// QuickFinals implements asr.QuickFinals as the inner engine does.
+func (t *Transcript) QuickFinals() bool {
+	q, ok := t.inner.(asr.QuickFinals)
+	return ok && q.QuickFinals()
 }
 
 // StatelessFinal implements asr.FinalDecoder.
@@ -123,4 +132,17 @@ func (t *Transcript) Close() error {
 		return c.Close()
 	}
 	return errors.New("bench: the recogniser has no Close")
+}
+
+// TranscriptRecogniser returns the replay hook (pipeline.ReplayOptions.Recogniser) that
+// makes the configured recogniser a Transcript of words: the engine must be one that can
+// be made to decode a transcript's length (whisper).
+func TranscriptRecogniser(words []SpokenWord) pipeline.RecogniserWrapper {
+	return func(e pipeline.ASREngine) (pipeline.ASREngine, error) {
+		c, ok := e.(CostlyEngine)
+		if !ok {
+			return nil, fmt.Errorf("bench: the recogniser %T cannot be made to decode a transcript's length (want whisper)", e)
+		}
+		return NewTranscript(c, words), nil
+	}
 }

@@ -85,6 +85,10 @@ type IO struct {
 	// Voice, when set, wraps the speech engine the config names (tests: a memo that
 	// gives a text the same audio in every replay; see ReplayOptions.Voice).
 	Voice func(tts.Engine) tts.Engine
+	// Recogniser, when set, wraps the recogniser the config names (the realistic bench:
+	// a model of whisper's shape whose words come from the scenario's transcript; see
+	// ReplayOptions.Recogniser).
+	Recogniser RecogniserWrapper
 }
 
 // Agent is a built network with the resources behind it.
@@ -392,7 +396,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	turnEnd := turnend.New(NameTurnEnd, policy, waits)
 	asrCfg.Whisper.Threads = plan.Whisper
-	asrMod, closeASR, err := openASR(NameASR, asrCfg)
+	asrMod, closeASR, err := openASR(NameASR, asrCfg, io.Recogniser)
 	if err != nil {
 		return fail(fmt.Errorf("asr: %w", err))
 	}

@@ -54,14 +54,26 @@ func OpenASREngine(cfg asr.Config) (ASREngine, error) {
 	return e.openASR(cfg)
 }
 
-// openASR makes the ASR module with the engine cfg names.
-func openASR(name string, cfg asr.Config) (*asr.Module, func() error, error) {
+// RecogniserWrapper wraps the recogniser a configuration names: it returns the engine
+// the ASR module recognises with, which closes e when it is closed.
+type RecogniserWrapper func(e ASREngine) (ASREngine, error)
+
+// openASR makes the ASR module with the engine cfg names, through wrap when it is set.
+func openASR(name string, cfg asr.Config, wrap RecogniserWrapper) (*asr.Module, func() error, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
 	e, err := OpenASREngine(cfg)
 	if err != nil {
 		return nil, nil, err
+	}
+	if wrap != nil {
+		w, err := wrap(e)
+		if err != nil {
+			e.Close()
+			return nil, nil, err
+		}
+		e = w
 	}
 	if l, ok := e.(asr.SideLoader); ok && cfg.Speculative {
 		if err := l.LoadSide(); err != nil {

@@ -19,7 +19,7 @@ func TestOpenASR(t *testing.T) {
 		testenv.Missing(t, "the pocketsphinx en-us model", "install pocketsphinx-en-us; "+testenv.EnvFix)
 	}
 	cfg := asr.DefaultConfig()
-	_, closeASR, err := openASR("asr", cfg)
+	_, closeASR, err := openASR("asr", cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,21 +29,21 @@ func TestOpenASR(t *testing.T) {
 	cfg.Engine = "whisper"
 	cfg.Whisper.Model = testenv.SharedFile(t, "models/ggml-tiny.en-for-tests.bin")
 	cfg.Whisper.Threads = 2
-	_, closeASR, err = openASR("asr", cfg)
+	_, closeASR, err = openASR("asr", cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	closeASR()
 	cfg.Whisper.Model = ""
-	if _, _, err := openASR("asr", cfg); err == nil {
+	if _, _, err := openASR("asr", cfg, nil); err == nil {
 		t.Fatal("whisper without a model opened")
 	}
 	cfg.Whisper.Model = filepath.Join(t.TempDir(), "missing.bin")
-	if _, _, err := openASR("asr", cfg); err == nil {
+	if _, _, err := openASR("asr", cfg, nil); err == nil {
 		t.Fatal("whisper with a missing model opened")
 	}
 	cfg.Engine = "kaldi"
-	if _, _, err := openASR("asr", cfg); err == nil {
+	if _, _, err := openASR("asr", cfg, nil); err == nil {
 		t.Error("unknown engine accepted")
 	}
 }

@@ -58,6 +58,9 @@ type ReplayOptions struct {
 	// speech; tests that compare replays give it a memo that repeats each text's first
 	// audio.
 	Voice func(tts.Engine) tts.Engine
+	// Recogniser, when set, wraps the recogniser the config names (agent bench
+	// --realistic --asr whisper: bench.Transcript around a model of whisper's shape).
+	Recogniser RecogniserWrapper
 }
 
 // Outcome is what a session left: its latencies, the history (the conversation as said
@@ -166,7 +169,7 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 		return nil, err
 	}
 	aio := IO{Input: input, Speaker: spk, Clock: clk, Logger: log, SessionDir: filepath.Join(opts.OutDir, "session"), Observers: opts.Observers,
-		Echo: echo, EchoCancel: cancel.On, MeasureCPU: opts.MeasureCPU, Voice: opts.Voice}
+		Echo: echo, EchoCancel: cancel.On, MeasureCPU: opts.MeasureCPU, Voice: opts.Voice, Recogniser: opts.Recogniser}
 	if echo != nil {
 		// The simulated laptop's whole delay lies beyond the speaker's and the input's
 		// timing, as a real device's buffers would not: tell the canceller.

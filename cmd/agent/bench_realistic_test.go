@@ -88,3 +88,53 @@ func readBenchJSON(t *testing.T, dir string, v any) []byte {
 	}
 	return data
 }
+
+// TestBenchRealisticWhisper runs 'agent bench --realistic --asr whisper' on one question:
+// a model of whisper tiny.en's shape (built into the user's cache the first time) in the
+// loop at its real cost, the words from the scenario's says: text. bench.json says so,
+// with a voice-to-voice time: the user's turn had words.
+func TestBenchRealisticWhisper(t *testing.T) {
+	question := testenv.SharedFile(t, "audio/v2j_what_time_is_it.wav")
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	scenario := filepath.Join(tmp, "one.yaml")
+	if err := os.WriteFile(scenario, []byte("tail: 3\nrecordings:\n  - file: "+question+"\n    says: what time is it\n    at: 0.3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "bench")
+	env := userEnv(t, t.TempDir(), "PARLEY_SHAPE_MODELS_DIR="+filepath.Join(cache, "parley", "shape-models"))
+	code, stdout, stderr := runAgentBinary(t, env, 5*time.Minute, "bench", "--realistic", "--asr", "whisper", "--shape", shapemodels.Qwen25_05BVocab32k,
+		"-n", "1", "--pipeline", "predictive", "-o", out, scenario)
+	if code != 0 {
+		t.Fatalf("agent bench --realistic --asr whisper: exit %d\n%s%s", code, stdout, stderr)
+	}
+	var report struct {
+		ASRShape string `json:"asr_shape"`
+		Models   map[string]string
+		Modes    map[string]map[string]json.RawMessage
+		CPU      map[string]struct {
+			Modules map[string]float64 `json:"module_cpu_per_s"`
+		}
+	}
+	data := readBenchJSON(t, out, &report)
+	if report.ASRShape != shapemodels.WhisperTinyEn || !strings.Contains(report.Models["asr"], "whisper") {
+		t.Errorf("bench.json does not say the recogniser was whisper's shape: asr_shape %q, asr %q", report.ASRShape, report.Models["asr"])
+	}
+	if _, ok := report.Modes["predictive"]["voice_to_voice"]; !ok {
+		t.Errorf("no voice-to-voice for the predictive pipeline: %s", data)
+	}
+	if report.CPU["predictive"].Modules["asr"] <= 0 {
+		t.Errorf("the recogniser cost nothing: %s", data)
+	}
+	if !strings.Contains(stdout, "asr: the shape of "+shapemodels.WhisperTinyEn) {
+		t.Errorf("the table does not say the recogniser's shape:\n%s", stdout)
+	}
+	for _, bad := range [][]string{{"--asr", "whisper"}, {"--realistic", "--asr", "whisper", "--live"}, {"--realistic", "--asr", "vosk"}} {
+		if code, _, stderr := runAgentBinary(t, env, time.Minute, append(append([]string{"bench"}, bad...), scenario)...); code != 2 || !strings.Contains(stderr, "--") {
+			t.Errorf("agent bench %s: exit %d, %s", strings.Join(bad, " "), code, stderr)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/parley-voice/parley/internal/regularfile"
 	"github.com/parley-voice/parley/internal/shapemodels"
 	"github.com/parley-voice/parley/metrics"
+	"github.com/parley-voice/parley/modules/source"
 	"github.com/parley-voice/parley/pipeline"
 	"go.uber.org/zap"
 )
@@ -42,6 +43,9 @@ type benchReport struct {
 	// Realistic says the LLM was a shape-true model (Shape; random weights, real cost).
 	Realistic bool   `json:"realistic"`
 	Shape     string `json:"shape,omitempty"`
+	// ASRShape is the recogniser's shape with --asr whisper (random weights, real cost;
+	// the words from the scenario's transcript), "" when the recogniser heard the words.
+	ASRShape string `json:"asr_shape,omitempty"`
 	// Laptop says the replays simulated a laptop's echo path (room.Laptop) over the
 	// scenario's own.
 	Laptop bool `json:"laptop,omitempty"`
@@ -101,6 +105,8 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	realistic := fs.Bool("realistic", false, "use an LLM of a real default's shape with random weights (built into the cache by scripts/shape-models) and "+realisticConfig)
 	live := fs.Bool("live", false, "run the scenario also live through a private PulseAudio server (a virtual microphone and speakers) and compare with the replays")
 	laptop := fs.Bool("laptop", false, "replay on a simulated laptop whose speakers reach its microphone (30 ms, −6 dB, RT60 300 ms), the echo cancelled as audio.echo_cancel says (auto: on); the report gives the canceller's CPU time")
+	asrName := fs.String("asr", "", "with --realistic, the recogniser in the loop: "+pipeline.EnginePocketsphinx+" (realistic.yaml's: the words it hears) or "+pipeline.EngineWhisper+
+		" (a model of "+shapemodels.WhisperTinyEn+"'s shape with random weights, at its real cost, with the default configuration's whisper threads and hop; the words are the scenario's says: texts, placed by forced alignment)")
 	shape := fs.String("shape", shapemodels.Qwen25_05B, "the shape --realistic uses ("+shapemodels.Qwen25_05B+", "+shapemodels.Qwen25_05BVocab32k+", "+shapemodels.TinyLlama11B+")")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
@@ -129,6 +135,15 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	if flagSet(fs, "shape") && !*realistic {
 		return usageErrorf("--shape needs --realistic")
 	}
+	if flagSet(fs, "asr") && !*realistic {
+		return usageErrorf("--asr needs --realistic (a configuration names the recogniser otherwise: asr.engine)")
+	}
+	if *asrName == pipeline.EngineWhisper && *live {
+		return usageErrorf("--asr whisper answers with the scenario's words where a replay's stream has them; a live run's microphone places them elsewhere: leave out --live")
+	}
+	if *asrName != "" && *asrName != pipeline.EnginePocketsphinx && *asrName != pipeline.EngineWhisper {
+		return usageErrorf("--asr %q: want %s or %s", *asrName, pipeline.EnginePocketsphinx, pipeline.EngineWhisper)
+	}
 	if *realistic && !flagSet(fs, "config") {
 		*cfgPath = realisticConfig
 	}
@@ -143,6 +158,15 @@ func runBench(ctx context.Context, a *app, args []string) error {
 			return fmt.Errorf("--realistic: %w", err)
 		}
 		cfg.LLM.Engine, cfg.LLM.Model = pipeline.EngineLlama, path
+	}
+	var recogniser pipeline.RecogniserWrapper
+	switch *asrName {
+	case pipeline.EnginePocketsphinx:
+		cfg.ASR.Engine = pipeline.EnginePocketsphinx
+	case pipeline.EngineWhisper:
+		if recogniser, err = realisticWhisper(ctx, a, &cfg, scenario); err != nil {
+			return fmt.Errorf("--asr whisper: %w", err)
+		}
 	}
 	if flagSet(fs, "max-tokens") {
 		if *maxTokens < 0 {
@@ -171,6 +195,9 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	if *realistic {
 		report.Shape = *shape
 	}
+	if recogniser != nil {
+		report.ASRShape = shapemodels.WhisperTinyEn
+	}
 	var lb *bench.Live
 	if *live {
 		if lb, err = bench.StartLive(ctx, filepath.Join(dir, "pulse"), a.log); err != nil {
@@ -193,7 +220,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		var cpu metrics.CPU
 		for i := 0; i < *runs; i++ {
 			runDir := filepath.Join(dir, fmt.Sprintf("%s-%d", mode, i+1))
-			res, err := pipeline.Replay(ctx, mcfg, eng, pipeline.ReplayOptions{Input: scenario, OutDir: runDir, RealClock: true, Logger: a.log, MeasureCPU: true, Echo: echo})
+			res, err := pipeline.Replay(ctx, mcfg, eng, pipeline.ReplayOptions{Input: scenario, OutDir: runDir, RealClock: true, Logger: a.log, MeasureCPU: true, Echo: echo, Recogniser: recogniser})
 			if err != nil {
 				return fmt.Errorf("%s run %d: %w", mode, i+1, err)
 			}
@@ -286,6 +313,36 @@ func (r benchReport) write(w io.Writer) {
 	for _, role := range []string{"vad", "asr", "llm", "tts"} {
 		fmt.Fprintf(w, "  %s: %s\n", role, r.Models[role])
 	}
+	if r.ASRShape != "" {
+		fmt.Fprintf(w, "  asr: the shape of %s, random weights at their real cost; words from the scenario's transcript\n", r.ASRShape)
+	}
+}
+
+// realisticWhisper points cfg's recogniser at a model of whisper tiny.en's shape (built
+// into the cache by scripts/shape-models) and returns the hook that has it decode, at
+// every decode the ASR module asks for, as many tokens as the words said so far take,
+// and answer with those words from the scenario's transcript. Its other settings stay
+// the configuration's (the default config's: threads from the thread plan, the hop
+// asr.DefaultHop gives whisper).
+func realisticWhisper(ctx context.Context, a *app, cfg *pipeline.Config, scenario string) (pipeline.RecogniserWrapper, error) {
+	sc, err := source.LoadScenario(scenario)
+	if err != nil {
+		return nil, err
+	}
+	words, err := bench.ScenarioWords(sc)
+	if err != nil {
+		return nil, err
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("%s: no recording says what it says (says:), so there are no words to answer with", scenario)
+	}
+	fmt.Fprintf(a.stdout, "bench: building or finding the %s shape (random weights, real cost); %d words of the scenario placed by forced alignment\n", shapemodels.WhisperTinyEn, len(words))
+	path, err := shapemodels.Ensure(ctx, shapemodels.WhisperTinyEn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ASR.Engine, cfg.ASR.Whisper.Model = pipeline.EngineWhisper, path
+	return bench.TranscriptRecogniser(words), nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -171,6 +171,25 @@ func configStr(conf *C.ps_config_t, name string) string {
 	return C.GoString(C.ps_config_str(conf, cname))
 }
 
+// SetAlignText makes the decoder align the next utterances to words (whitespace-separated
+// words of the dictionary) instead of recognising them: Words after EndUtt then gives
+// where each word lies, with silences between them. It fails when a word is not in the
+// dictionary. The decoder stays aligning until it is closed.
+func (d *Decoder) SetAlignText(words string) error {
+	if d.ps == nil {
+		return ErrClosed
+	}
+	if d.inUtt {
+		return errors.New("pocketsphinx: SetAlignText inside an utterance")
+	}
+	c := C.CString(words)
+	defer C.free(unsafe.Pointer(c))
+	if C.ps_set_align_text(d.ps, c) < 0 {
+		return fmt.Errorf("pocketsphinx: cannot align to %q (a word the dictionary lacks?)", words)
+	}
+	return nil
+}
+
 // ErrClosed is returned by methods called after Close.
 var ErrClosed = errors.New("pocketsphinx: use after Close")
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/internal/testenv"
@@ -149,5 +150,43 @@ func TestTrimAltAndFillers(t *testing.T) {
 		if isFiller(w) != filler {
 			t.Errorf("isFiller(%q) = %v", w, !filler)
 		}
+	}
+}
+
+// TestAlign aligns goforward.wav to its words: every word in order, each after the one
+// before, within the recording; and a word the dictionary lacks is refused.
+func TestAlign(t *testing.T) {
+	d := newDecoder(t, Config{})
+	samples := goForward(t)
+	if err := d.SetAlignText("mycroftish go forward"); err == nil {
+		t.Error("aligning to a word the dictionary lacks: no error")
+	}
+	if err := d.SetAlignText("go forward ten meters"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.StartUtt(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Process(FloatToPCM16(nil, samples), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.EndUtt(); err != nil {
+		t.Fatal(err)
+	}
+	var words []string
+	var last Word
+	length := audio.SamplesToDuration(int64(len(samples)), 16000)
+	for _, w := range d.Words() {
+		if w.Filler {
+			continue
+		}
+		if w.End <= w.Start || w.Start < last.End || w.End > length+10*time.Millisecond {
+			t.Errorf("word %+v after %+v in %v of audio", w, last, length)
+		}
+		words = append(words, w.Text)
+		last = w
+	}
+	if got := strings.Join(words, " "); got != "go forward ten meters" {
+		t.Fatalf("aligned words %q", got)
 	}
 }

@@ -124,6 +124,15 @@ type SideLoader interface {
 	LoadSide() error
 }
 
+// QuickFinals is a FinalDecoder whose partial hypotheses decode everything fed since
+// Start from nothing, as FinalOf does, only with faster settings (whisper: greedy, the
+// encoder's window cut to the audio). When QuickFinals says so, the module takes the
+// latest partial as an utterance's final once that partial decoded all of the speech
+// (only silence, by the VAD, followed it), instead of decoding the utterance again.
+type QuickFinals interface {
+	QuickFinals() bool
+}
+
 // Positioned is an Engine that needs to know where in the stream an utterance's audio
 // lies (the realistic bench's recogniser, which answers from a transcript aligned to the
 // stream). The module tells it before each job on the utterance.

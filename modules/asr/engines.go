@@ -26,8 +26,20 @@ type WhisperConfig struct {
 	UseGPU bool `yaml:"use_gpu"`
 	// ShortContext runs partial decodes with the encoder window cut to the audio's
 	// length instead of whisper's fixed 30 s: several times faster for utterances of a
-	// few seconds, slightly less accurate. The final decode always uses the full window.
+	// few seconds, slightly less accurate. The final decode follows FullFinal.
 	ShortContext bool `yaml:"short_context"`
+	// FullFinal decodes every final with whisper's full 30 s encoder window, the one it
+	// was trained on (the most accurate, but a whole 30 s encode after the user stopped,
+	// every turn), instead of the default quick final: the latest partial when it
+	// decoded all of the speech, else the same audio in a window cut to it plus 1.28 s
+	// of padding, either of which may cost accuracy on some utterances. The quick final
+	// costs a partial's time or nothing: a partial runs at the VAD's pause, whatever
+	// the hop, and its audio differs from the full pass's only by the silence after the
+	// speech; it is a greedy decode without temperature fallback, with the window cut
+	// as short_context cuts it, while a cut-window final keeps the beam and fallback.
+	// whisper can drop or repeat a word at the edge of a short window: turn this on
+	// where accuracy matters more than a reply a second sooner.
+	FullFinal bool `yaml:"full_final"`
 	// Fallback retries a final decode that fails whisper's quality checks at higher
 	// temperatures (whisper's default behaviour); partial decodes never retry.
 	Fallback bool `yaml:"fallback"`
@@ -77,6 +89,16 @@ type PocketsphinxConfig struct {
 	// pocketsphinx gives no word posteriors (confidence 1); the final pass keeps both
 	// passes and its posteriors.
 	FastOwnFinals bool `yaml:"fast_own_finals"`
+	// EarlyAdapt adapts within the session's first utterance, so that no first turn
+	// waits for a final pass after the user stopped: once AdaptAfter of its audio is in,
+	// its final is the streaming pass's own, which starts the utterance again from the
+	// cepstral mean of that much (its words then come from the mean of its first
+	// AdaptAfter rather than of all of it, and, with FastOwnFinals, from the first
+	// search pass alone: fewer of them are right). The next decode, while the user still
+	// speaks or at the pause, runs the final pass over that much on the side and
+	// decodes the utterance again. Utterances shorter than AdaptAfter keep the final
+	// pass.
+	EarlyAdapt bool `yaml:"early_adapt"`
 }
 
 // ownFinals reports whether some finals are the streaming pass's own.
@@ -104,5 +126,5 @@ func (c PocketsphinxConfig) FinalPassApart() bool {
 // DefaultPocketsphinxConfig returns pocketsphinx's own model defaults with a final pass
 // for the first second of audio.
 func DefaultPocketsphinxConfig() PocketsphinxConfig {
-	return PocketsphinxConfig{FinalPass: true, AdaptAfter: time.Second, FastOwnFinals: true}
+	return PocketsphinxConfig{FinalPass: true, AdaptAfter: time.Second, FastOwnFinals: true, EarlyAdapt: true}
 }

@@ -118,11 +118,53 @@ func (e *Engine) Feed(ctx context.Context, samples []float32) error {
 	if err := e.resume(ctx); err != nil {
 		return err
 	}
+	if err := e.adaptEarly(ctx); err != nil {
+		return err
+	}
+	if err := e.resume(ctx); err != nil {
+		return err
+	}
 	if err := e.dec.ProcessFloat(samples); err != nil {
 		return err
 	}
 	e.audio = append(e.audio, samples...)
 	return nil
+}
+
+// adaptEarly adapts within the session's first utterance (EarlyAdapt): once AdaptAfter
+// of its audio was fed, the final pass decodes it on the side, and the streaming pass
+// starts the utterance again from that pass's cepstral mean (resume decodes it again)
+// and gives its final itself. Between Feeds, so that the audio fed stays what the
+// module counts.
+func (e *Engine) adaptEarly(ctx context.Context) error {
+	if !e.adaptDue() || e.peeked != nil {
+		return nil
+	}
+	dec, err := e.finalPassDecoder()
+	if err != nil {
+		return err
+	}
+	if _, err := e.finalPass(ctx, dec, e.audio); err != nil {
+		return err
+	}
+	e.startCMN, e.passedCMN = e.passedCMN, ""
+	e.own = true
+	if err := e.dec.EndUtt(); err != nil {
+		return err
+	}
+	if err := e.begin(); err != nil {
+		return err
+	}
+	e.replay, e.replayed = true, 0
+	return nil
+}
+
+// adaptDue reports whether the utterance is to adapt early: the session's first, and
+// AdaptAfter of it was fed. Its final is the streaming pass's own from then on
+// (OwnFinal); the next call that decodes adapts it.
+func (e *Engine) adaptDue() bool {
+	return !e.own && e.cfg.EarlyAdapt && e.cfg.FinalPass && e.cfg.AdaptAfter > 0 && e.passed == 0 &&
+		int64(len(e.audio)) >= audio.DurationToSamples(e.cfg.AdaptAfter, audio.PipelineRate)
 }
 
 // resume decodes the utterance again from its start, from the cepstral mean it began
@@ -154,6 +196,9 @@ func (e *Engine) Partial(ctx context.Context) (asr.Hypothesis, error) {
 	if e.peeked != nil {
 		return *e.peeked, nil
 	}
+	if err := e.adaptEarly(ctx); err != nil {
+		return asr.Hypothesis{}, err
+	}
 	if err := e.resume(ctx); err != nil {
 		return asr.Hypothesis{}, err
 	}
@@ -161,8 +206,9 @@ func (e *Engine) Partial(ctx context.Context) (asr.Hypothesis, error) {
 }
 
 // OwnFinal implements asr.Peeker: without the final pass every final is the streaming
-// pass's own, with it once the streaming pass has decoded AdaptAfter of audio.
-func (e *Engine) OwnFinal() bool { return e.own }
+// pass's own, with it once the streaming pass has decoded AdaptAfter of audio, or (early
+// adaptation) once the session's first utterance has that much.
+func (e *Engine) OwnFinal() bool { return e.own || e.adaptDue() }
 
 // PeekFinal implements asr.Peeker: it ends pocketsphinx's utterance (its second and
 // third passes, fwdflat and bestpath, run then) and keeps the result; more audio decodes
@@ -170,6 +216,9 @@ func (e *Engine) OwnFinal() bool { return e.own }
 func (e *Engine) PeekFinal(ctx context.Context) (asr.Hypothesis, error) {
 	if e.peeked != nil {
 		return *e.peeked, nil
+	}
+	if err := e.adaptEarly(ctx); err != nil {
+		return asr.Hypothesis{}, err
 	}
 	if err := e.resume(ctx); err != nil {
 		return asr.Hypothesis{}, err
@@ -184,7 +233,7 @@ func (e *Engine) PeekFinal(ctx context.Context) (asr.Hypothesis, error) {
 
 // Final implements asr.Engine: the streaming pass's own final, or the final pass.
 func (e *Engine) Final(ctx context.Context) (asr.Hypothesis, error) {
-	if e.own {
+	if e.OwnFinal() {
 		return e.PeekFinal(ctx)
 	}
 	if err := e.dec.EndUtt(); err != nil {

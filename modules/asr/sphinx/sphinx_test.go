@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,66 @@ func finalPassConfig() asr.PocketsphinxConfig {
 	c := asr.DefaultPocketsphinxConfig()
 	c.AdaptAfter = 0
 	return c
+}
+
+// lateAdaptConfig is the engine's default without early adaptation: the session's first
+// utterance's final is the final pass's, which the streaming pass adapts from.
+func lateAdaptConfig() asr.PocketsphinxConfig {
+	c := asr.DefaultPocketsphinxConfig()
+	c.EarlyAdapt = false
+	return c
+}
+
+// TestPocketsphinxEarlyAdapt: with early adaptation the session's first utterance's
+// final becomes the streaming pass's own once AdaptAfter of it was fed, its partials
+// and peek agree, and the next utterance's final is its own from the start; without
+// it, the first utterance keeps the final pass.
+func TestPocketsphinxEarlyAdapt(t *testing.T) {
+	needPocketsphinx(t)
+	ctx := context.Background()
+	samples := asrtest.SharedAudio(t, "jfk.wav")[:3*audio.PipelineRate]
+	hop := int(audio.DurationToSamples(asr.DefaultConfig().EffectiveHop(), audio.PipelineRate))
+	adaptAfter := int(audio.DurationToSamples(asr.DefaultPocketsphinxConfig().AdaptAfter, audio.PipelineRate))
+	for _, early := range []bool{true, false} {
+		t.Run(fmt.Sprintf("early=%v", early), func(t *testing.T) {
+			cfg := asr.DefaultPocketsphinxConfig()
+			cfg.EarlyAdapt = early
+			e := newEngine(t, cfg)
+			if err := e.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for from := 0; from < len(samples); from += hop {
+				if err := e.Feed(ctx, samples[from:min(from+hop, len(samples))]); err != nil {
+					t.Fatal(err)
+				}
+				// Its own once AdaptAfter of audio was fed.
+				if want := early && from+hop >= adaptAfter; e.OwnFinal() != want {
+					t.Fatalf("after %d samples fed, own final %v, want %v", from+hop, e.OwnFinal(), want)
+				}
+			}
+			partial, err := e.Partial(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			final, err := e.Final(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if early && partial.Text() != final.Text() {
+				t.Errorf("the adapted streaming pass's partial %q, its final %q", partial.Text(), final.Text())
+			}
+			if len(final.Words) < 4 {
+				t.Errorf("final %q: want the first words of the recording", final.Text())
+			}
+			if err := e.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !e.OwnFinal() {
+				t.Error("the second utterance's final is not the streaming pass's own")
+			}
+			t.Logf("first utterance: %q", final.Text())
+		})
+	}
 }
 
 // listen runs source → vad (Silero) → asr on path, the way the agent listens.
@@ -145,8 +206,11 @@ func TestPocketsphinxSpeculativeMatchesTurnEnd(t *testing.T) {
 	for _, mode := range []struct {
 		name string
 		cfg  asr.PocketsphinxConfig
-	}{{"final-pass", finalPassConfig()}, {"adapted", asr.DefaultPocketsphinxConfig()}} {
+	}{{"final-pass", finalPassConfig()}, {"adapted", lateAdaptConfig()}, {"early", asr.DefaultPocketsphinxConfig()}} {
 		for _, name := range files {
+			if mode.name == "early" && name != "goforward.wav" && name != "jfk.wav" {
+				continue // early adaptation differs from "adapted" in the first utterance only
+			}
 			t.Run(mode.name+"/"+name, func(t *testing.T) {
 				path := testenv.SharedFile(t, "audio/"+name)
 				var utts [2][]asr.Utterance
@@ -171,10 +235,15 @@ func TestPocketsphinxSpeculativeMatchesTurnEnd(t *testing.T) {
 					t.Fatalf("utterances with speculation\n%+v\nwithout\n%+v", utts[0], utts[1])
 				}
 				finalPassed := utts[0]
-				if mode.name == "adapted" {
+				switch mode.name {
+				case "adapted":
 					// Every recording here is longer than AdaptAfter: its first utterance
 					// adapts the streaming pass.
 					finalPassed = utts[0][:1]
+				case "early":
+					// The first utterance adapted within itself: no final is the final
+					// pass's but a first utterance shorter than AdaptAfter.
+					finalPassed = nil
 				}
 				asrtest.CheckFinals(t, finalPassed, asrtest.StreamAudio(t, path), ref)
 				spec, plain := asrtest.Committed(logs[0]), asrtest.Committed(logs[1])

@@ -16,6 +16,7 @@ import (
 var (
 	_ asr.Engine       = (*Engine)(nil)
 	_ asr.FinalDecoder = (*Engine)(nil)
+	_ asr.QuickFinals  = (*Engine)(nil)
 )
 
 // Engine recognises with whisper.cpp by decoding the whole utterance so far on
@@ -101,9 +102,18 @@ func (e *Engine) StatelessFinal() bool { return true }
 // streamed is only e.audio, which this leaves alone. (With Fallback, a retry at a higher
 // temperature samples from libwhisper's random generator, the one thing a decode may
 // share with the ones before it.)
+// Without FullFinal the encoder's window is cut to the audio plus a margin.
 func (e *Engine) FinalOf(ctx context.Context, samples []float32) (asr.Hypothesis, error) {
-	return e.decodeOf(ctx, samples, whisper.DecodeParams{BeamSize: e.cfg.BeamSize, NoFallback: !e.cfg.Fallback})
+	p := whisper.DecodeParams{BeamSize: e.cfg.BeamSize, NoFallback: !e.cfg.Fallback}
+	if !e.cfg.FullFinal {
+		p.AudioContext = whisper.AudioContextFor(len(samples))
+	}
+	return e.decodeOf(ctx, samples, p)
 }
+
+// QuickFinals implements asr.QuickFinals: without FullFinal, a partial that decoded all
+// of an utterance's speech is its final.
+func (e *Engine) QuickFinals() bool { return !e.cfg.FullFinal }
 
 func (e *Engine) decode(ctx context.Context, p whisper.DecodeParams) (asr.Hypothesis, error) {
 	return e.decodeOf(ctx, e.audio, p)
