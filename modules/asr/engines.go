@@ -77,15 +77,15 @@ type PocketsphinxConfig struct {
 	FinalPass bool `yaml:"final_pass"`
 	// AdaptAfter ends the final pass once the streaming pass has decoded this much
 	// audio: its live cepstral mean has adapted to the microphone and the speaker by
-	// then, and its own final hypotheses are as accurate (docs/MEASUREMENTS.md), without
-	// a second decode after the user stopped. 0 keeps the final pass for every utterance.
+	// then, and its own final hypotheses are as accurate (docs/PERFORMANCE.md, word error
+	// rates), without a second decode after the user stopped. 0 keeps the final pass for every utterance.
 	AdaptAfter time.Duration `yaml:"adapt_after"`
 	// FastOwnFinals ends the streaming pass's utterances without pocketsphinx's second
 	// and third passes (fwdflat and bestpath): its own finals are then the first pass's
 	// words, the ones its partial hypotheses showed, in a few milliseconds instead of
 	// 50–150 ms, and a reply prepared on the partial words is rarely prepared again for
-	// different final ones. The passes are worth 2 WER points on the shared recordings
-	// (32.1 % without, 30.1 % with them: docs/MEASUREMENTS.md). Without bestpath
+	// different final ones. The passes are worth about 2 WER points on the shared
+	// recordings (docs/PERFORMANCE.md, word error rates). Without bestpath
 	// pocketsphinx gives no word posteriors (confidence 1); the final pass keeps both
 	// passes and its posteriors.
 	FastOwnFinals bool `yaml:"fast_own_finals"`

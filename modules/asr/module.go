@@ -64,7 +64,7 @@ type Config struct {
 	// where the canceller sends one (linearAudio IUs before the audio.Frame of the
 	// same stretch). The suppressor cuts the first 100–250 ms of a voice over the
 	// agent's and its high frequencies; the linear output keeps them, beside a residue
-	// of the agent's voice (docs/MEASUREMENTS.md: a barge-in's words).
+	// of the agent's voice.
 	DecodeLinear bool `yaml:"decode_linear"`
 
 	Whisper      WhisperConfig      `yaml:"whisper"`
@@ -88,7 +88,7 @@ func DefaultConfig() Config {
 
 // DefaultHop is the hop of an engine when the configuration gives none. Whisper decodes
 // the whole utterance again for each partial hypothesis, so its hop is what keeps it
-// real time on small machines (300 ms: docs/MEASUREMENTS.md). Pocketsphinx decodes the
+// real time on small machines (300 ms). Pocketsphinx decodes the
 // audio as it comes and reading its hypothesis costs little, so a short hop only makes
 // its words fresher (100 ms: a barge-in's words, and the words a reply is prepared for,
 // are confirmed 200 ms sooner).
