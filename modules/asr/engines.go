@@ -97,7 +97,9 @@ type PocketsphinxConfig struct {
 	// search pass alone: fewer of them are right). The next decode, while the user still
 	// speaks or at the pause, runs the final pass over that much on the side and
 	// decodes the utterance again. Utterances shorter than AdaptAfter keep the final
-	// pass.
+	// pass. Off by default: a session's first utterance costs about 6 more WER points
+	// with it (docs/PERFORMANCE.md, word error rates), and the demo's barge-in, over
+	// synthesised speech, is no longer heard as one.
 	EarlyAdapt bool `yaml:"early_adapt"`
 }
 
@@ -126,5 +128,5 @@ func (c PocketsphinxConfig) FinalPassApart() bool {
 // DefaultPocketsphinxConfig returns pocketsphinx's own model defaults with a final pass
 // for the first second of audio.
 func DefaultPocketsphinxConfig() PocketsphinxConfig {
-	return PocketsphinxConfig{FinalPass: true, AdaptAfter: time.Second, FastOwnFinals: true, EarlyAdapt: true}
+	return PocketsphinxConfig{FinalPass: true, AdaptAfter: time.Second, FastOwnFinals: true}
 }

@@ -48,11 +48,18 @@ func finalPassConfig() asr.PocketsphinxConfig {
 	return c
 }
 
-// lateAdaptConfig is the engine's default without early adaptation: the session's first
-// utterance's final is the final pass's, which the streaming pass adapts from.
+// lateAdaptConfig is the engine's default, without early adaptation: the session's
+// first utterance's final is the final pass's, which the streaming pass adapts from.
 func lateAdaptConfig() asr.PocketsphinxConfig {
 	c := asr.DefaultPocketsphinxConfig()
 	c.EarlyAdapt = false
+	return c
+}
+
+// earlyAdaptConfig is the default with early adaptation.
+func earlyAdaptConfig() asr.PocketsphinxConfig {
+	c := asr.DefaultPocketsphinxConfig()
+	c.EarlyAdapt = true
 	return c
 }
 
@@ -206,7 +213,7 @@ func TestPocketsphinxSpeculativeMatchesTurnEnd(t *testing.T) {
 	for _, mode := range []struct {
 		name string
 		cfg  asr.PocketsphinxConfig
-	}{{"final-pass", finalPassConfig()}, {"adapted", lateAdaptConfig()}, {"early", asr.DefaultPocketsphinxConfig()}} {
+	}{{"final-pass", finalPassConfig()}, {"adapted", lateAdaptConfig()}, {"early", earlyAdaptConfig()}} {
 		for _, name := range files {
 			if mode.name == "early" && name != "goforward.wav" && name != "jfk.wav" {
 				continue // early adaptation differs from "adapted" in the first utterance only
