@@ -421,10 +421,13 @@ func TestLiveEchoThroughPulseAudio(t *testing.T) {
 		srv, room := laptopServer(t)
 		cfg := cfg
 		cfg.Audio.EchoCancel = "off"
-		_, spans, watch := liveOnLaptop(t, cfg, eng, srv, room, true)
+		_, _, watch := liveOnLaptop(t, cfg, eng, srv, room, true)
 		// Here every duck counts: the agent that ducks for its own voice, however
-		// briefly, hears itself.
-		if stops, flinches := watch.selfStops(spans); len(stops)+len(flinches) == 0 {
+		// briefly, hears itself. Nothing of the user's plays over the first answer,
+		// so every stop is the agent's own, also one at the answer's very start (the
+		// agent yields to a voice that begins with its own) that the question's span
+		// would claim.
+		if stops, flinches := watch.selfStops(nil); len(stops)+len(flinches) == 0 {
 			t.Errorf("without the canceller the agent never stopped for its own voice: the loopback carries no echo")
 		} else {
 			self := append(stops, flinches...)
