@@ -74,21 +74,16 @@ func runJob(ctx context.Context, eng Engine, fd FinalDecoder, pk Peeker, j job) 
 			}
 		}
 	}
-	if j.kind == jobEnd && j.peek {
-		// The streaming pass is fed to the end first: an engine may take the final
-		// over as it hears more (pocketsphinx's early adaptation), even when it lagged.
+	switch {
+	case j.kind == jobEnd && j.peek && pk.OwnFinal():
 		if res.err = feedPieces(ctx, eng, j.feed, &res.fed); res.err != nil {
 			return res
 		}
-		if pk.OwnFinal() {
-			if res.hyp, res.err = pk.PeekFinal(ctx); res.err != nil {
-				res.err = fmt.Errorf("final decode: %w", res.err)
-			}
-			res.own = ownYes
-			return res
+		if res.hyp, res.err = pk.PeekFinal(ctx); res.err != nil {
+			res.err = fmt.Errorf("final decode: %w", res.err)
 		}
-	}
-	switch {
+		res.own = ownYes
+		return res
 	case j.kind == jobEnd:
 		if pk != nil {
 			res.own = ownNo

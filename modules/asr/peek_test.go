@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/asr/asrtest"
 )
@@ -186,43 +185,5 @@ func TestModuleBargeInPeeks(t *testing.T) {
 		if peeked := strings.Contains(calls, "peek"); peeked == agentAudible || strings.Contains(calls, "finalof") != agentAudible {
 			t.Errorf("agent audible at the pause %v: engine calls %s", agentAudible, calls)
 		}
-	}
-}
-
-// adaptingScripted is a peekScripted engine whose final becomes its own once ownAfter
-// samples of the utterance were fed (pocketsphinx's early adaptation).
-type adaptingScripted struct {
-	peekScripted
-	ownAfter int
-}
-
-func (e *adaptingScripted) OwnFinal() bool { return e.own || e.fed >= e.ownAfter }
-
-// TestModulePeeksOnceAdapted: an engine whose final becomes its own as it hears more is
-// fed to the end of the utterance before its final is decided, even when its streaming
-// pass lagged behind (no partials here): then it peeks, and FinalOf never runs; with
-// too little audio to adapt, FinalOf decodes the final.
-func TestModulePeeksOnceAdapted(t *testing.T) {
-	steps := []step{{frames: 20}, {onset: true}, {frames: 50}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
-	for _, tt := range []struct {
-		ownAfter int
-		want     string
-	}{{ownAfter: audio.PipelineRate, want: "peek"}, {ownAfter: 10 * audio.PipelineRate, want: "finalof"}} {
-		t.Run(fmt.Sprintf("own after %d samples", tt.ownAfter), func(t *testing.T) {
-			cfg := scriptedConfig()
-			cfg.Hop = time.Hour
-			e := &adaptingScripted{peekScripted: peekScripted{sideScripted: sideScripted{scripted: scripted{partials: []string{"go"}}, finals: []string{"go forward ten meters"}}}, ownAfter: tt.ownAfter}
-			got, err := runDriver(t, cfg, e, markingDriver(steps, true, e.record), true, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if utts := asrtest.Contract(t, got); len(utts) != 1 || utts[0].Text != "go forward ten meters" {
-				t.Fatalf("utterances %+v", utts)
-			}
-			calls := strings.Join(e.calls(), ",")
-			if !strings.Contains(calls, tt.want) || tt.want == "peek" && strings.Contains(calls, "finalof") {
-				t.Errorf("engine calls %s: want a %s", calls, tt.want)
-			}
-		})
 	}
 }

@@ -154,9 +154,7 @@ func (r *runner) endJob(j *job, u *utterance, end int64) {
 	if r.finalOf != nil {
 		j.whole = u.span(u.start, end)
 	}
-	// A peek when the final may be the streaming pass's: it is fed to the end first,
-	// and peeked at if its final is its own by then.
-	if r.peeker != nil && !(u.overAgent && r.finalOf != nil) {
+	if r.peeks(u) {
 		j.peek, j.start, j.from = true, !u.started, u.fed
 		if u.fed < end {
 			j.feed = u.span(u.fed, end)

@@ -25,7 +25,7 @@ func (r *runner) result(ctx context.Context, res jobResult) error {
 		if res.start && res.started {
 			u.started = true
 		}
-		if res.fed > 0 {
+		if res.own == ownYes {
 			// The streaming pass was fed for the peek, whatever became of it.
 			u.fed = max(u.fed, res.from+int64(res.fed))
 		}
