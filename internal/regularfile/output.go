@@ -42,25 +42,9 @@ func CheckOutput(path string) error {
 // without following a link and without waiting for a FIFO's reader, and only emptied once
 // it is known to be a regular file.
 func Create(path string, perm fs.FileMode) (*os.File, error) {
-	if err := CheckOutput(path); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	f, err := openOutput(path, os.O_WRONLY|os.O_CREATE, perm)
 	if err != nil {
-		// Swapped for a link or a FIFO since the check: say what it is now.
-		if cerr := CheckOutput(path); cerr != nil {
-			return nil, cerr
-		}
 		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, &Error{Path: path, Mode: st.Mode().Type(), Output: true}
 	}
 	if err := f.Truncate(0); err != nil {
 		f.Close()
@@ -72,11 +56,19 @@ func Create(path string, perm fs.FileMode) (*os.File, error) {
 // OpenAppend opens path for appending (a log file), creating it with perm. Like Create
 // it refuses what is not a regular file.
 func OpenAppend(path string, perm fs.FileMode) (*os.File, error) {
+	return openOutput(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, perm)
+}
+
+// openOutput opens path with flag (never following a link, never waiting for a
+// FIFO's reader) and perm, and refuses it with an *Error, before it is opened and
+// again after, unless it is a regular file or a new one.
+func openOutput(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	if err := CheckOutput(path); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
 	if err != nil {
+		// Swapped for a link or a FIFO since the check: say what it is now.
 		if cerr := CheckOutput(path); cerr != nil {
 			return nil, cerr
 		}
