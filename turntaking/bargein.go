@@ -15,10 +15,10 @@ type bargeIn struct {
 	// onset. Its length past MaxBackchannel counts from there.
 	from      time.Time
 	tentative bool // begun by a candidate that the VAD has not confirmed yet
-	// agentAudible is when the agent turn it is over was first audible (zero: not yet).
-	agentAudible time.Time
-	open         bool // the user is still speaking
-	ended        time.Time
+	// agent is the agent turn it is over (nil: none).
+	agent *agentTurn
+	open  bool // the user is still speaking
+	ended time.Time
 	// realWords counts the words of the latest stable hypothesis that are not
 	// backchannels.
 	realWords  int
@@ -37,17 +37,19 @@ type bargeIn struct {
 	comebacks int
 }
 
-// newBargeIn begins weighing a sound that began at onset over an agent turn first
-// audible at audibleAt (zero: not yet).
-func newBargeIn(cfg BargeInConfig, lex *lexicon, onset, audibleAt time.Time, tentative bool) *bargeIn {
-	return &bargeIn{cfg: cfg, lex: lex, onset: onset, from: onset, open: true, tentative: tentative, agentAudible: audibleAt}
+// newBargeIn begins weighing a sound that began at onset over agent turn agent.
+func newBargeIn(cfg BargeInConfig, lex *lexicon, onset time.Time, agent *agentTurn, tentative bool) *bargeIn {
+	return &bargeIn{cfg: cfg, lex: lex, onset: onset, from: onset, open: true, tentative: tentative, agent: agent}
 }
 
 // early reports whether the sound began within YieldWindow of the agent's first audible
 // sound, or before it. An agent turn nobody heard yet is not interrupted: it is
 // withdrawn (or paused) as the user goes on.
 func (b *bargeIn) early() bool {
-	return b.cfg.YieldWindow > 0 && !b.agentAudible.IsZero() && b.onset.Before(b.agentAudible.Add(b.cfg.YieldWindow))
+	if b.cfg.YieldWindow <= 0 || b.agent == nil || b.agent.audibleAt.IsZero() {
+		return false
+	}
+	return b.onset.Before(b.agent.audibleAt.Add(b.cfg.YieldWindow))
 }
 
 // outcome is what a barge-in's evidence says to do.

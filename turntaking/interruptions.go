@@ -24,11 +24,7 @@ func (t *Policy) candidate(c *Candidate, acts []Action) []Action {
 // A voice that follows closely on one that did not interrupt the same agent turn goes on
 // with it (backchannels.rejoin).
 func (t *Policy) beginBargeIn(onset time.Time, tentative bool) {
-	var audibleAt time.Time
-	if a := t.agent; a != nil {
-		audibleAt = a.audibleAt
-	}
-	b := newBargeIn(t.cfg.BargeIn, t.lex, onset, audibleAt, tentative)
+	b := newBargeIn(t.cfg.BargeIn, t.lex, onset, t.agent, tentative)
 	if from, comebacks, ok := t.backs.rejoin(t.AgentTurn(), onset); ok {
 		b.from, b.comebacks = from, comebacks+1
 	}

@@ -289,9 +289,6 @@ func (t *Policy) handleAudio(ev Event, acts []Action) []Action {
 		return acts
 	}
 	finished := a.hear(ev.At, h)
-	if b := t.barge; b != nil && b.agentAudible.IsZero() && a.heard {
-		b.agentAudible = a.audibleAt
-	}
 	if a.audible {
 		t.lastActivity = ev.At
 		if t.state != Overlap {
