@@ -3,8 +3,10 @@ package overlap
 import (
 	"math"
 	"math/cmplx"
+	"slices"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/pitch"
 )
 
 // The acoustic analysis runs on 16 kHz audio in frames of frameLen samples every hop
@@ -56,6 +58,7 @@ type analyzer struct {
 	prevLog []float64
 	hasPrev bool
 	x       []float64
+	pitch   *pitch.Correlator
 }
 
 func newAnalyzer() *analyzer {
@@ -65,6 +68,7 @@ func newAnalyzer() *analyzer {
 		logSpec: make([]float64, fftLen/2+1),
 		prevLog: make([]float64, fftLen/2+1),
 		x:       make([]float64, frameLen),
+		pitch:   pitch.NewCorrelator(minLag, maxLag),
 	}
 	for i := range a.window {
 		a.window[i] = 0.5 - 0.5*math.Cos(2*math.Pi*float64(i)/float64(frameLen-1))
@@ -100,7 +104,7 @@ func (a *analyzer) frame(s []float32) Frame {
 	}
 	ms := energy / float64(len(s))
 	f.Level = 10 * math.Log10(ms+1e-12)
-	f.Voicing = voicing(a.x, energy)
+	f.Voicing = voicing(a.pitch, a.x, energy)
 
 	for i := range a.re {
 		if i < frameLen {
@@ -156,30 +160,14 @@ func (a *analyzer) frame(s []float32) Frame {
 	return f
 }
 
-// voicing returns the peak normalised autocorrelation of x over pitch lags.
-func voicing(x []float64, energy float64) float64 {
+// voicing returns the peak normalised autocorrelation of x over pitch lags: lags up to
+// maxLag, with at least minOverlap samples compared (a deep voice's period is longer
+// than half the frame).
+func voicing(pc *pitch.Correlator, x []float64, energy float64) float64 {
 	if energy <= 0 {
 		return 0
 	}
-	best := 0.0
-	n := len(x)
-	// Lags up to maxLag, with at least minOverlap samples compared: a deep voice's
-	// period is longer than half the frame.
-	for lag := minLag; lag <= maxLag && lag <= n-minOverlap; lag++ {
-		var r, e0, e1 float64
-		for i := 0; i+lag < n; i++ {
-			r += x[i] * x[i+lag]
-			e0 += x[i] * x[i]
-			e1 += x[i+lag] * x[i+lag]
-		}
-		if e0 <= 0 || e1 <= 0 {
-			continue
-		}
-		if c := r / math.Sqrt(e0*e1); c > best {
-			best = c
-		}
-	}
-	return best
+	return slices.Max(pc.Correlate(x, minOverlap))
 }
 
 // fft transforms x in place (len(x) a power of two).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/pitch"
 	"github.com/parley-voice/parley/clock"
 	"github.com/parley-voice/parley/internal/voices"
 	"github.com/parley-voice/parley/iu"
@@ -22,33 +23,14 @@ import (
 // vowel synthesises an open vowel ("ah"): glottal pulses at f0 through formants at 700,
 // 1200 and 2600 Hz.
 func vowel(f0 float64, dur time.Duration, level float64) []float32 {
-	n := int(audio.DurationToSamples(dur, 16000))
-	type res struct{ a1, a2, g, y1, y2 float64 }
-	mk := func(f, bw float64) *res {
-		r := math.Exp(-math.Pi * bw / 16000)
-		return &res{a1: 2 * r * math.Cos(2*math.Pi*f/16000), a2: -r * r, g: 1 - r}
+	v := pitch.Vowel(16000, f0, f0, int(audio.DurationToSamples(dur, 16000)))
+	peak := 0.0
+	for _, y := range v {
+		peak = max(peak, math.Abs(y))
 	}
-	rs := []*res{mk(700, 80), mk(1200, 90), mk(2600, 120)}
-	gains := []float64{1, 0.7, 0.3}
-	out := make([]float32, n)
-	phase, peak := 0.0, 0.0
-	tmp := make([]float64, n)
-	for i := range tmp {
-		phase += f0 / 16000
-		src := 0.0
-		if phase >= 1 {
-			phase--
-			src = 1
-		}
-		for j, r := range rs {
-			y := r.g*src + r.a1*r.y1 + r.a2*r.y2
-			r.y2, r.y1 = r.y1, y
-			tmp[i] += gains[j] * y
-		}
-		peak = max(peak, math.Abs(tmp[i]))
-	}
-	for i := range tmp {
-		out[i] = float32(tmp[i] / peak * level)
+	out := make([]float32, len(v))
+	for i, y := range v {
+		out[i] = float32(y / peak * level)
 	}
 	return out
 }

@@ -13,6 +13,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/parley-voice/parley/audio/pitch"
 )
 
 // Rate is the sample rate the tracker expects.
@@ -95,13 +97,14 @@ type Tracker struct {
 	buf    []float32 // the last window's samples and those not yet analysed
 	pos    int64     // the stream position of the end of buf
 	frames []frame
-	// x, power and corr are the analysis's scratch space.
-	x, power, corr []float64
+	// x and pitch are the analysis's scratch space.
+	x     []float64
+	pitch *pitch.Correlator
 }
 
 // NewTracker returns a tracker for a stream that begins at position 0.
 func NewTracker() *Tracker {
-	return &Tracker{x: make([]float64, window), power: make([]float64, window+1), corr: make([]float64, maxLag+2)}
+	return &Tracker{x: make([]float64, window), pitch: newCorrelator()}
 }
 
 // Push adds the samples that follow the stream position reached so far.
@@ -150,44 +153,25 @@ func (t *Tracker) analyse(s []float32, end int64) frame {
 	if f.level < silentBelow {
 		return f // silence has no pitch, and costs nothing
 	}
-	if hz := pitchWith(t.x, energy, t.power, t.corr); hz > 0 {
+	if hz := pitchOf(t.pitch, t.x, energy); hz > 0 {
 		f.pitch = 12 * math.Log2(hz/100)
 	}
 	return f
 }
 
+// newCorrelator returns the correlator pitchOf reads: lags one past maxLag, for the
+// parabola through the last one's neighbours.
+func newCorrelator() *pitch.Correlator { return pitch.NewCorrelator(minLag, maxLag+1) }
+
 // pitchOf returns the frame's pitch in Hz (0: unvoiced): the shortest lag whose
 // normalised autocorrelation comes near the best one (the period, not a multiple of it),
 // refined by a parabola through its neighbours.
-func pitchOf(x []float64, energy float64) float64 {
-	return pitchWith(x, energy, make([]float64, len(x)+1), make([]float64, maxLag+2))
-}
-
-// pitchWith is pitchOf with its scratch space: power (len(x)+1) and corr (maxLag+2).
-func pitchWith(x []float64, energy float64, power, corr []float64) float64 {
+func pitchOf(pc *pitch.Correlator, x []float64, energy float64) float64 {
 	if energy <= 0 {
 		return 0
 	}
-	n := len(x)
-	// power[i] is the energy of x[:i]: each lag's two energies from it, in O(1).
-	for i, v := range x {
-		power[i+1] = power[i] + v*v
-	}
-	clear(corr)
-	best := 0.0
-	for lag := minLag; lag <= maxLag+1 && lag < n; lag++ {
-		var r float64
-		for i, v := range x[:n-lag] {
-			r += v * x[i+lag]
-		}
-		e0, e1 := power[n-lag], power[n]-power[lag]
-		if e0 > 0 && e1 > 0 {
-			corr[lag] = r / math.Sqrt(e0*e1)
-		}
-		if lag <= maxLag {
-			best = max(best, corr[lag])
-		}
-	}
+	corr := pc.Correlate(x, 1)
+	best := slices.Max(corr[:maxLag+1])
 	if best < voicedAt {
 		return 0
 	}

@@ -3,35 +3,16 @@ package prosody
 import (
 	"math"
 	"testing"
+
+	"github.com/parley-voice/parley/audio/pitch"
 )
 
 // voiced synthesises a vowel whose pitch glides from f0 to f1 Hz over dur seconds:
 // glottal pulses through formants at 700, 1200 and 2600 Hz.
 func voiced(f0, f1, dur float64) []float32 {
-	n := int(dur * Rate)
-	type res struct{ a1, a2, g, y1, y2 float64 }
-	mk := func(f, bw float64) *res {
-		r := math.Exp(-math.Pi * bw / Rate)
-		return &res{a1: 2 * r * math.Cos(2*math.Pi*f/Rate), a2: -r * r, g: 1 - r}
-	}
-	rs := []*res{mk(700, 80), mk(1200, 90), mk(2600, 120)}
-	gains := []float64{1, 0.7, 0.3}
-	out := make([]float32, n)
-	phase := 0.0
-	for i := range out {
-		f := f0 + (f1-f0)*float64(i)/float64(n)
-		phase += f / Rate
-		src := 0.0
-		if phase >= 1 {
-			phase--
-			src = 1
-		}
-		y := 0.0
-		for j, r := range rs {
-			v := r.g*src + r.a1*r.y1 + r.a2*r.y2
-			r.y2, r.y1 = r.y1, v
-			y += gains[j] * v
-		}
+	v := pitch.Vowel(Rate, f0, f1, int(dur*Rate))
+	out := make([]float32, len(v))
+	for i, y := range v {
 		out[i] = float32(y * 0.3)
 	}
 	return out
@@ -88,7 +69,7 @@ func TestPitchOf(t *testing.T) {
 			x[i] = float64(s[len(s)-window+i])
 			e += x[i] * x[i]
 		}
-		got := pitchOf(x, e)
+		got := pitchOf(newCorrelator(), x, e)
 		if math.Abs(12*math.Log2(got/hz)) > 0.5 {
 			t.Errorf("pitch of %v Hz: %.1f Hz", hz, got)
 		}
