@@ -156,7 +156,7 @@ func (t *Policy) Handle(ev Event) []Action {
 			b.hearWords(ev.Words.Words)
 			acts = t.evaluateBargeIn(ev.At, acts)
 		}
-		if t.prep.hear(ev.Words.All) {
+		if t.prep.hear(ev.Words.All, ev.Words.Through) {
 			acts = t.withdraw(acts, "the words changed")
 		}
 		acts = t.maybePrepare(ev.At, acts)

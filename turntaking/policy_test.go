@@ -153,6 +153,22 @@ func TestPolicy(t *testing.T) {
 			final: SilenceAfterUser,
 		},
 		{
+			name: "a recogniser whose words lag the audio: the reply is prepared once they reach the pause",
+			cfg:  func(c *Config) { c.Prepare.After = 50 * time.Millisecond },
+			steps: []step{
+				{ms: 0, ev: speechStart(0)},
+				{ms: 800, ev: Event{Words: &Words{All: []string{"turn", "on"}, Through: at(600)}}},
+				{ms: 960, ev: paused(900)},
+				{ms: 1000, tick: true},
+				{ms: 1150, ev: Event{Words: &Words{All: []string{"turn", "on", "the", "lamp"}, Through: at(960)}},
+					want: []string{`prepare 2 "turn on the lamp"`}},
+				{ms: 1160, ev: speechEnd(900)},
+				{ms: 1200, ev: Event{EndOfTurn: &EndOfTurn{SpeechEnd: at(900)}}},
+				{ms: 1210, ev: utterance("turn on the lamp"), want: []string{`user 1 "turn on the lamp"`, "respond 2"}},
+			},
+			final: SilenceAfterUser,
+		},
+		{
 			name: "real barge-in interrupts and the user's turn follows the cut agent turn",
 			steps: concat(speakingAgent(), []step{
 				{ms: 3000, ev: speechStart(2950), want: []string{"pause 2"}},

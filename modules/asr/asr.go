@@ -65,6 +65,32 @@ func (u Utterance) Summary() string {
 	return fmt.Sprintf("utterance %d %.2fs–%.2fs %q", u.ID, u.Start.Seconds(), u.End.Seconds(), u.Text)
 }
 
+// Decoded is the payload (kind "decoded") that says how far into the stream the words
+// of utterance Utterance were decoded: To. A recogniser that decodes the utterance
+// again every hop (whisper) has words that lag its audio by up to a hop plus a decode,
+// and a reply prepared at a pause must wait for the words that reach it. One IU per
+// utterance, updated with every hypothesis; a streaming pass, whose words keep up with
+// the audio, sends none.
+type Decoded struct {
+	Utterance int
+	To        time.Duration
+}
+
+// Kind implements iu.Payload.
+func (Decoded) Kind() string { return "decoded" }
+
+// Summary implements iu.Payload.
+func (d Decoded) Summary() string {
+	return fmt.Sprintf("utterance %d decoded to %.2fs", d.Utterance, d.To.Seconds())
+}
+
+// PauseDecoder is an Engine whose partial at the user's pause (the hypothesis the end of
+// the turn and a prepared reply wait for, QuickFinals) may decode differently from those
+// while the user speaks: with more threads, as nothing else computes then.
+type PauseDecoder interface {
+	PartialAtPause(ctx context.Context) (Hypothesis, error)
+}
+
 // Engine recognises one utterance at a time from 16 kHz mono audio. The module calls it
 // from one goroutine at a time (never concurrently), in the order Start, Feed and
 // Partial any number of times, then Final; then Start again for the next utterance.

@@ -38,6 +38,8 @@ type utterance struct {
 
 	agree *LocalAgreement
 	words []emitted
+	// decoded is the Decoded IU that says how far the words reach (nil: none sent).
+	decoded *iu.IU
 
 	speechStart, speechEnd int64 // from the end of turn; -1 when unknown
 

@@ -79,7 +79,7 @@ func (r *runner) result(ctx context.Context, res jobResult) error {
 			target = append(target, r.word(u, w, restStab[i]))
 		}
 	}
-	return r.reconcile(ctx, u, target, false)
+	return r.reconcile(ctx, u, target, false, res.from+int64(res.fed))
 }
 
 // earlyFinal reports the words of u's speculative final as soon as it is done, before the
@@ -93,7 +93,7 @@ func (r *runner) earlyFinal(ctx context.Context, u *utterance) error {
 	for i, w := range f.hyp.Words {
 		target[i] = r.word(u, w, 1)
 	}
-	return r.reconcile(ctx, u, target, false)
+	return r.reconcile(ctx, u, target, false, f.end)
 }
 
 // commit sends the final words and the Utterance of u, the head of the queue.
@@ -108,7 +108,7 @@ func (r *runner) commit(ctx context.Context, u *utterance, f *finalDecode) error
 	for i, w := range f.hyp.Words {
 		target[i] = r.word(u, w, 1)
 	}
-	return r.reconcile(ctx, u, target, true)
+	return r.reconcile(ctx, u, target, true, f.end)
 }
 
 func (r *runner) word(u *utterance, w HypWord, stability float32) Word {
@@ -125,8 +125,9 @@ func (r *runner) word(u *utterance, w HypWord, stability float32) Word {
 
 // reconcile makes the utterance's word IUs say target: words after the first difference
 // are revoked and the rest of target added; kept words are updated when their stability
-// changed. A final reconcile commits every word and adds the Utterance.
-func (r *runner) reconcile(ctx context.Context, u *utterance, target []Word, final bool) error {
+// changed. A final reconcile commits every word and adds the Utterance. to is the stream
+// position the hypothesis was decoded up to (the Decoded IU).
+func (r *runner) reconcile(ctx context.Context, u *utterance, target []Word, final bool, to int64) error {
 	k := 0
 	for k < len(u.words) && k < len(target) && SameWord(u.words[k].word.Text, target[k].Text) {
 		k++
@@ -157,6 +158,7 @@ func (r *runner) reconcile(ctx context.Context, u *utterance, target []Word, fin
 		u.words = append(u.words, emitted{u: nu, word: w})
 		ups = append(ups, iu.AddOf(nu))
 	}
+	ups = r.decoded(u, ups, final, to)
 	if final {
 		utt := Utterance{
 			ID:         u.id,
@@ -185,4 +187,30 @@ func (r *runner) reconcile(ctx context.Context, u *utterance, target []Word, fin
 		return fmt.Errorf("asr: %w", err)
 	}
 	return nil
+}
+
+// decoded appends the update of u's Decoded IU: how far its words reach, after a
+// hypothesis decoded up to to; the final commits it. Only for an engine without a
+// streaming pass: a Peeker's words keep up with its audio.
+func (r *runner) decoded(u *utterance, ups []iu.Update, final bool, to int64) []iu.Update {
+	if r.peeker != nil {
+		return ups
+	}
+	if final {
+		if u.decoded != nil {
+			ups = append(ups, iu.CommitOf(*u.decoded))
+		}
+		return ups
+	}
+	d := Decoded{Utterance: u.id, To: durOf(to)}
+	if u.decoded == nil {
+		nu := r.p.NewIU(d)
+		u.decoded = &nu
+		return append(ups, iu.AddOf(nu))
+	}
+	if u.decoded.Payload == iu.Payload(d) {
+		return ups
+	}
+	u.decoded.Payload = d
+	return append(ups, iu.UpdateOf(*u.decoded, d))
 }

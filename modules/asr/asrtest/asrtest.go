@@ -68,15 +68,25 @@ func Collector(name string, out *[]Received) iu.Module {
 //   - no revoked word is ever committed;
 //   - an utterance is ADDed and COMMITted at once, grounded in exactly its committed
 //     words, and its text is their texts joined;
-//   - words are grounded in audio IUs.
+//   - words are grounded in audio IUs;
+//   - an utterance's Decoded IU is ADDed once, then UPDATEd, and COMMITted with the
+//     utterance (or left open when the input ended first).
 func Contract(t testing.TB, got []Received) []asr.Utterance {
 	t.Helper()
 	state := map[iu.ID]iu.UpdateType{}
 	var committed []iu.IU // words committed since the last utterance
 	var utts []asr.Utterance
+	decoded := map[iu.ID]iu.UpdateType{}
 	for i, r := range got {
 		u := r.Up.IU
 		switch pl := u.Payload.(type) {
+		case asr.Decoded:
+			prev, seen := decoded[u.ID]
+			switch {
+			case r.Up.Type == iu.Add && seen, r.Up.Type != iu.Add && !seen, seen && prev == iu.Commit, r.Up.Type == iu.Revoke:
+				t.Fatalf("update %d: %v of decoded %s (utterance %d) after %v", i, r.Up.Type, u.ID, pl.Utterance, prev)
+			}
+			decoded[u.ID] = r.Up.Type
 		case asr.Word:
 			prev, seen := state[u.ID]
 			switch r.Up.Type {

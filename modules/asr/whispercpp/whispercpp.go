@@ -3,6 +3,7 @@
 package whispercpp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ var (
 	_ asr.Engine       = (*Engine)(nil)
 	_ asr.FinalDecoder = (*Engine)(nil)
 	_ asr.QuickFinals  = (*Engine)(nil)
+	_ asr.PauseDecoder = (*Engine)(nil)
 )
 
 // Engine recognises with whisper.cpp by decoding the whole utterance so far on
@@ -80,7 +82,16 @@ func (e *Engine) Feed(ctx context.Context, samples []float32) error {
 
 // Partial implements Engine: a fast greedy decode without temperature fallback.
 func (e *Engine) Partial(ctx context.Context) (asr.Hypothesis, error) {
-	p := whisper.DecodeParams{NoFallback: true}
+	return e.partial(ctx, e.cfg.Threads)
+}
+
+// PartialAtPause implements asr.PauseDecoder: the same decode with PauseThreads.
+func (e *Engine) PartialAtPause(ctx context.Context) (asr.Hypothesis, error) {
+	return e.partial(ctx, cmp.Or(e.cfg.PauseThreads, e.cfg.Threads))
+}
+
+func (e *Engine) partial(ctx context.Context, threads int) (asr.Hypothesis, error) {
+	p := whisper.DecodeParams{NoFallback: true, Threads: threads}
 	if e.cfg.ShortContext {
 		p.AudioContext = whisper.AudioContextFor(len(e.audio))
 	}
@@ -104,7 +115,7 @@ func (e *Engine) StatelessFinal() bool { return true }
 // share with the ones before it.)
 // Without FullFinal the encoder's window is cut to the audio plus a margin.
 func (e *Engine) FinalOf(ctx context.Context, samples []float32) (asr.Hypothesis, error) {
-	p := whisper.DecodeParams{BeamSize: e.cfg.BeamSize, NoFallback: !e.cfg.Fallback}
+	p := whisper.DecodeParams{BeamSize: e.cfg.BeamSize, NoFallback: !e.cfg.Fallback, Threads: e.cfg.Threads}
 	if !e.cfg.FullFinal {
 		p.AudioContext = whisper.AudioContextFor(len(samples))
 	}
@@ -120,7 +131,6 @@ func (e *Engine) decode(ctx context.Context, p whisper.DecodeParams) (asr.Hypoth
 }
 
 func (e *Engine) decodeOf(ctx context.Context, samples []float32, p whisper.DecodeParams) (asr.Hypothesis, error) {
-	p.Threads = e.cfg.Threads
 	p.Language = e.cfg.Language
 	p.InitialPrompt = e.cfg.Prompt
 	p.SingleSegment = true
