@@ -51,7 +51,6 @@ var (
 	_ asr.FinalDecoder = (*Transcript)(nil)
 	_ asr.Positioned   = (*Transcript)(nil)
 	_ asr.QuickFinals  = (*Transcript)(nil)
-	_ asr.PauseDecoder = (*Transcript)(nil)
 )
 
 // NewTranscript returns the recogniser that runs decodes on inner and answers with words.
@@ -77,15 +76,6 @@ func (t *Transcript) Feed(ctx context.Context, samples []float32) error {
 // Partial implements asr.Engine.
 func (t *Transcript) Partial(ctx context.Context) (asr.Hypothesis, error) {
 	return t.decode(ctx, t.start, t.fed, func() (asr.Hypothesis, error) { return t.inner.Partial(ctx) })
-}
-
-// PartialAtPause implements asr.PauseDecoder as the inner engine does.
-func (t *Transcript) PartialAtPause(ctx context.Context) (asr.Hypothesis, error) {
-	pd, ok := t.inner.(asr.PauseDecoder)
-	if !ok {
-		return t.Partial(ctx)
-	}
-	return t.decode(ctx, t.start, t.fed, func() (asr.Hypothesis, error) { return pd.PartialAtPause(ctx) })
 }
 
 // Final implements asr.Engine.

@@ -395,7 +395,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		waits = cfg.EndOfTurn.Waits()
 	}
 	turnEnd := turnend.New(NameTurnEnd, policy, waits)
-	asrCfg.Whisper.Threads, asrCfg.Whisper.PauseThreads = plan.Whisper, plan.WhisperPause
+	asrCfg.Whisper.Threads = plan.Whisper
 	asrMod, closeASR, err := openASR(NameASR, asrCfg, io.Recogniser)
 	if err != nil {
 		return fail(fmt.Errorf("asr: %w", err))

@@ -19,11 +19,8 @@ type ThreadPlan struct {
 	// LLM and LLMBatch are llama.cpp's threads for generation and for prompts.
 	LLM      int `json:"llm_threads"`
 	LLMBatch int `json:"llm_batch_threads"`
-	// Whisper is whisper.cpp's decoding threads (used when the ASR engine is whisper),
-	// and WhisperPause its threads for the decode at the user's pause, which the end of
-	// the turn and the prepared reply wait for.
-	Whisper      int `json:"whisper_threads"`
-	WhisperPause int `json:"whisper_pause_threads"`
+	// Whisper is whisper.cpp's decoding threads (used when the ASR engine is whisper).
+	Whisper int `json:"whisper_threads"`
 	// VAD is the Silero VAD's threads (vad.threads, at most the cores).
 	VAD int `json:"vad_threads,omitempty"`
 	// OpenMPWait is the OpenMP wait policy of the process (OMP_WAIT_POLICY; 'agent'
@@ -66,7 +63,6 @@ func (c Config) Threads() ThreadPlan {
 	p.LLM = capped("llm.threads", c.LLM.Threads)
 	p.LLMBatch = capped("llm.threads_batch", c.LLM.ThreadsBatch)
 	p.Whisper = capped("asr.whisper.threads", c.ASR.Whisper.Threads)
-	p.WhisperPause = capped("asr.whisper.pause_threads", c.ASR.Whisper.PauseThreads)
 	p.VAD = capped("vad.threads", c.VAD.Threads)
 	if p.LLM <= 0 {
 		p.LLM = half
@@ -79,10 +75,6 @@ func (c Config) Threads() ThreadPlan {
 	if p.Whisper <= 0 {
 		p.Whisper = half
 	}
-	if p.WhisperPause <= 0 {
-		// Like a prompt, a short burst that everything waits for.
-		p.WhisperPause = cores
-	}
 	if p.OpenMPWait == "" {
 		p.OpenMPWait = "default (spinning)"
 	}
@@ -91,7 +83,7 @@ func (c Config) Threads() ThreadPlan {
 
 // String is the plan on one line ('agent doctor', logs).
 func (p ThreadPlan) String() string {
-	s := fmt.Sprintf("%d cores: llm %d threads (prompts %d), whisper %d (at pauses %d); OpenMP wait policy %s", p.Cores, p.LLM, p.LLMBatch, p.Whisper, p.WhisperPause, p.OpenMPWait)
+	s := fmt.Sprintf("%d cores: llm %d threads (prompts %d), whisper %d; OpenMP wait policy %s", p.Cores, p.LLM, p.LLMBatch, p.Whisper, p.OpenMPWait)
 	if len(p.Capped) > 0 {
 		s += " (" + strings.Join(p.Capped, "; ") + ")"
 	}

@@ -84,13 +84,6 @@ func (d Decoded) Summary() string {
 	return fmt.Sprintf("utterance %d decoded to %.2fs", d.Utterance, d.To.Seconds())
 }
 
-// PauseDecoder is an Engine whose partial at the user's pause (the hypothesis the end of
-// the turn and a prepared reply wait for, QuickFinals) may decode differently from those
-// while the user speaks: with more threads, as nothing else computes then.
-type PauseDecoder interface {
-	PartialAtPause(ctx context.Context) (Hypothesis, error)
-}
-
 // Engine recognises one utterance at a time from 16 kHz mono audio. The module calls it
 // from one goroutine at a time (never concurrently), in the order Start, Feed and
 // Partial any number of times, then Final; then Start again for the next utterance.

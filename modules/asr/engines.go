@@ -16,10 +16,6 @@ type WhisperConfig struct {
 	Model string `yaml:"model"`
 	// Threads for decoding (min(4, CPUs) when zero).
 	Threads int `yaml:"threads"`
-	// PauseThreads is the threads of the decode at the user's pause, the one the end of
-	// the turn and the prepared reply wait for (0: threads). Nothing else computes then
-	// (the reply waits for those words), so the thread plan gives it every core.
-	PauseThreads int `yaml:"pause_threads"`
 	// Language code, or "auto".
 	Language string `yaml:"language"`
 	// Prompt conditions the decoder (names, spelling, style).

@@ -39,9 +39,6 @@ type job struct {
 	// job asks the Peeker first.
 	whole []float32
 	peek  bool
-	// atPause says a partial job decodes up to the user's pause: its words are those
-	// the end of turn and the prepared reply wait for (PauseDecoder).
-	atPause bool
 }
 
 type jobResult struct {
@@ -109,9 +106,7 @@ func runJob(ctx context.Context, eng Engine, fd FinalDecoder, pk Peeker, j job) 
 		return res
 	}
 	res.err = feedPieces(ctx, eng, j.feed, &res.fed)
-	if pd, ok := eng.(PauseDecoder); ok && j.atPause && res.err == nil {
-		res.hyp, res.err = pd.PartialAtPause(ctx)
-	} else if res.err == nil {
+	if res.err == nil {
 		res.hyp, res.err = eng.Partial(ctx)
 	}
 	if pk != nil && res.started || pk != nil && !j.start {

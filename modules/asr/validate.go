@@ -19,8 +19,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("asr: pocketsphinx adapt_after %v must not be negative", c.Pocketsphinx.AdaptAfter)
 	case c.History < c.PreRoll+time.Second:
 		return fmt.Errorf("asr: history %v must exceed pre_roll by at least the VAD's onset delay (1 s)", c.History)
-	case c.Whisper.PauseThreads < 0:
-		return fmt.Errorf("asr: whisper pause_threads %d must not be negative (0: the thread plan's)", c.Whisper.PauseThreads)
 	case c.Whisper.Threads < 0:
 		return fmt.Errorf("asr: whisper threads %d must not be negative (0: the thread plan's)", c.Whisper.Threads)
 	case c.Whisper.BeamSize < 0 || c.Whisper.BeamSize > MaxBeamSize:

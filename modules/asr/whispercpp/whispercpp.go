@@ -3,7 +3,6 @@
 package whispercpp
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ var (
 	_ asr.Engine       = (*Engine)(nil)
 	_ asr.FinalDecoder = (*Engine)(nil)
 	_ asr.QuickFinals  = (*Engine)(nil)
-	_ asr.PauseDecoder = (*Engine)(nil)
 )
 
 // Engine recognises with whisper.cpp by decoding the whole utterance so far on
@@ -82,16 +80,7 @@ func (e *Engine) Feed(ctx context.Context, samples []float32) error {
 
 // Partial implements Engine: a fast greedy decode without temperature fallback.
 func (e *Engine) Partial(ctx context.Context) (asr.Hypothesis, error) {
-	return e.partial(ctx, e.cfg.Threads)
-}
-
-// PartialAtPause implements asr.PauseDecoder: the same decode with PauseThreads.
-func (e *Engine) PartialAtPause(ctx context.Context) (asr.Hypothesis, error) {
-	return e.partial(ctx, cmp.Or(e.cfg.PauseThreads, e.cfg.Threads))
-}
-
-func (e *Engine) partial(ctx context.Context, threads int) (asr.Hypothesis, error) {
-	p := whisper.DecodeParams{NoFallback: true, Threads: threads}
+	p := whisper.DecodeParams{NoFallback: true}
 	if e.cfg.ShortContext {
 		p.AudioContext = whisper.AudioContextFor(len(e.audio))
 	}
@@ -115,7 +104,7 @@ func (e *Engine) StatelessFinal() bool { return true }
 // share with the ones before it.)
 // Without FullFinal the encoder's window is cut to the audio plus a margin.
 func (e *Engine) FinalOf(ctx context.Context, samples []float32) (asr.Hypothesis, error) {
-	p := whisper.DecodeParams{BeamSize: e.cfg.BeamSize, NoFallback: !e.cfg.Fallback, Threads: e.cfg.Threads}
+	p := whisper.DecodeParams{BeamSize: e.cfg.BeamSize, NoFallback: !e.cfg.Fallback}
 	if !e.cfg.FullFinal {
 		p.AudioContext = whisper.AudioContextFor(len(samples))
 	}
@@ -131,6 +120,7 @@ func (e *Engine) decode(ctx context.Context, p whisper.DecodeParams) (asr.Hypoth
 }
 
 func (e *Engine) decodeOf(ctx context.Context, samples []float32, p whisper.DecodeParams) (asr.Hypothesis, error) {
+	p.Threads = e.cfg.Threads
 	p.Language = e.cfg.Language
 	p.InitialPrompt = e.cfg.Prompt
 	p.SingleSegment = true
