@@ -1,10 +1,12 @@
 package asr_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/asr/asrtest"
 )
@@ -92,5 +94,49 @@ func TestModuleQuickFinalAtEndOfTurn(t *testing.T) {
 	}
 	if d := commits[0].ContextMap()["end_of_turn_to_commit"]; d != time.Duration(0) {
 		t.Errorf("committed %v after the end of turn, want at once", d)
+	}
+}
+
+// TestModuleSaysHowFarWordsReach: a recogniser that decodes the utterance again every hop
+// sends, with each hypothesis, how far into the audio its words reach (asr.Decoded: one
+// IU, updated to each partial's end, committed with the utterance); the words of the
+// decode at the pause reach the pause. A streaming pass (a Peeker) sends none.
+func TestModuleSaysHowFarWordsReach(t *testing.T) {
+	steps := []step{{frames: 20}, {onset: true}, {frames: 50}, {pause: true}, {frames: 3}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
+	cfg := scriptedConfig()
+	cfg.Hop = 300 * time.Millisecond
+	cfg.EmitUnstable = true
+	cfg.SpeculateAtPause = true
+	quick := &quickScripted{sideScripted: sideScripted{scripted: scripted{partials: []string{"go", "go forward", "go forward ten"}}, finals: []string{"go forward ten meters"}}, quick: true}
+	got, err := runDriver(t, cfg, quick, markingDriver(steps, true, quick.record), true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asrtest.Contract(t, got)
+	var tos []time.Duration
+	var last iu.UpdateType
+	for _, r := range got {
+		if d, ok := r.Up.IU.Payload.(asr.Decoded); ok {
+			last = r.Up.Type
+			if r.Up.Type != iu.Commit {
+				tos = append(tos, d.To)
+			}
+		}
+	}
+	t.Logf("decoded to %v", tos)
+	// The speech ends at 1.3 s (the pause says so, pauseLag before the frame it came with).
+	if len(tos) < 2 || !slices.IsSorted(tos) || tos[len(tos)-1] < 1300*time.Millisecond || last != iu.Commit {
+		t.Errorf("decoded to %v (last update %v): want rising ends, the last at the pause or after, committed", tos, last)
+	}
+
+	peeker := &peekScripted{sideScripted: sideScripted{scripted: scripted{partials: []string{"go", "go forward"}}, finals: []string{"go forward"}}, own: true}
+	got, err = runDriver(t, cfg, peeker, markingDriver(steps, true, peeker.record), true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got {
+		if _, ok := r.Up.IU.Payload.(asr.Decoded); ok {
+			t.Fatalf("a streaming pass sent %v", r.Up)
+		}
 	}
 }
