@@ -5,7 +5,7 @@ package pitch
 
 import "math"
 
-// Correlator computes the normalised autocorrelation of frames at lags MinLag to MaxLag.
+// Correlator computes the normalised autocorrelation of frames over a range of lags.
 // It keeps its scratch space between calls: one per goroutine.
 type Correlator struct {
 	minLag, maxLag int
@@ -17,8 +17,8 @@ func NewCorrelator(minLag, maxLag int) *Correlator {
 	return &Correlator{minLag: minLag, maxLag: maxLag, corr: make([]float64, maxLag+1)}
 }
 
-// Correlate returns, indexed by lag, x's normalised autocorrelation: for each lag from
-// MinLag to MaxLag that leaves at least minOverlap samples compared, the product of x
+// Correlate returns, indexed by lag, x's normalised autocorrelation: for each lag of the
+// correlator's range that leaves at least minOverlap samples compared, the product of x
 // with itself lag samples later over the geometric mean of the two parts' energies (0
 // where either part is silent); 0 at every other index. The slice is reused by the
 // next call.
