@@ -20,8 +20,8 @@ func NewCorrelator(minLag, maxLag int) *Correlator {
 // Correlate returns, indexed by lag, x's normalised autocorrelation: for each lag of the
 // correlator's range that leaves at least minOverlap samples compared, the product of x
 // with itself lag samples later over the geometric mean of the two parts' energies (0
-// where either part is silent); 0 at every other index. The slice is reused by the
-// next call.
+// where either part is silent); 0 at every other index, and at every lag of a silent
+// frame. The slice is reused by the next call.
 func (c *Correlator) Correlate(x []float64, minOverlap int) []float64 {
 	n := len(x)
 	if cap(c.power) < n+1 {
@@ -34,6 +34,9 @@ func (c *Correlator) Correlate(x []float64, minOverlap int) []float64 {
 		power[i+1] = power[i] + v*v
 	}
 	clear(c.corr)
+	if power[n] == 0 {
+		return c.corr // silence (common in replays) costs nothing more
+	}
 	for lag := c.minLag; lag <= c.maxLag && lag <= n-max(minOverlap, 1); lag++ {
 		var r float64
 		for i, v := range x[:n-lag] {

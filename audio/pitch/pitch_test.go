@@ -30,6 +30,17 @@ func TestCorrelateAsDefined(t *testing.T) {
 	}
 }
 
+// TestSilenceCorrelatesNowhere: a silent frame's correlation is 0 at every lag.
+func TestSilenceCorrelatesNowhere(t *testing.T) {
+	c := NewCorrelator(40, 228)
+	c.Correlate(Vowel(16000, 120, 120, 400), 1) // leaves values behind
+	for lag, v := range c.Correlate(make([]float64, 400), 1) {
+		if v != 0 {
+			t.Fatalf("lag %d: %v", lag, v)
+		}
+	}
+}
+
 // TestVowelPeaksAtItsPeriod: a steady vowel's correlation is highest at its period.
 func TestVowelPeaksAtItsPeriod(t *testing.T) {
 	for _, hz := range []float64{80, 125, 200, 320} {

@@ -104,7 +104,7 @@ func (a *analyzer) frame(s []float32) Frame {
 	}
 	ms := energy / float64(len(s))
 	f.Level = 10 * math.Log10(ms+1e-12)
-	f.Voicing = voicing(a.pitch, a.x, energy)
+	f.Voicing = voicing(a.pitch, a.x)
 
 	for i := range a.re {
 		if i < frameLen {
@@ -163,10 +163,7 @@ func (a *analyzer) frame(s []float32) Frame {
 // voicing returns the peak normalised autocorrelation of x over pitch lags: lags up to
 // maxLag, with at least minOverlap samples compared (a deep voice's period is longer
 // than half the frame).
-func voicing(pc *pitch.Correlator, x []float64, energy float64) float64 {
-	if energy <= 0 {
-		return 0
-	}
+func voicing(pc *pitch.Correlator, x []float64) float64 {
 	return slices.Max(pc.Correlate(x, minOverlap))
 }
 

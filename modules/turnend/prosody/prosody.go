@@ -153,7 +153,7 @@ func (t *Tracker) analyse(s []float32, end int64) frame {
 	if f.level < silentBelow {
 		return f // silence has no pitch, and costs nothing
 	}
-	if hz := pitchOf(t.pitch, t.x, energy); hz > 0 {
+	if hz := pitchOf(t.pitch, t.x); hz > 0 {
 		f.pitch = 12 * math.Log2(hz/100)
 	}
 	return f
@@ -166,10 +166,7 @@ func newCorrelator() *pitch.Correlator { return pitch.NewCorrelator(minLag, maxL
 // pitchOf returns the frame's pitch in Hz (0: unvoiced): the shortest lag whose
 // normalised autocorrelation comes near the best one (the period, not a multiple of it),
 // refined by a parabola through its neighbours.
-func pitchOf(pc *pitch.Correlator, x []float64, energy float64) float64 {
-	if energy <= 0 {
-		return 0
-	}
+func pitchOf(pc *pitch.Correlator, x []float64) float64 {
 	corr := pc.Correlate(x, 1)
 	best := slices.Max(corr[:maxLag+1])
 	if best < voicedAt {

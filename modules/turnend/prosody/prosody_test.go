@@ -64,12 +64,10 @@ func TestPitchOf(t *testing.T) {
 	for _, hz := range []float64{65, 90, 120, 180, 250, 350} {
 		s := voiced(hz, hz, 0.1)
 		x := make([]float64, window)
-		var e float64
 		for i := range x {
 			x[i] = float64(s[len(s)-window+i])
-			e += x[i] * x[i]
 		}
-		got := pitchOf(newCorrelator(), x, e)
+		got := pitchOf(newCorrelator(), x)
 		if math.Abs(12*math.Log2(got/hz)) > 0.5 {
 			t.Errorf("pitch of %v Hz: %.1f Hz", hz, got)
 		}
