@@ -30,8 +30,21 @@ type Scheduler interface {
 	// End records that one unit of tracked work finished.
 	End()
 	// NewWakeTimer is NewTimer whose firing is itself a unit of tracked work, taken over
-	// by whoever receives from C (or ended by Stop when it already fired).
-	NewWakeTimer(d time.Duration) Timer
+	// by whoever receives from C (or ended by Stop when it already fired). Timers due at
+	// the same instant fire one at a time, each once the work the previous one started
+	// has ended, highest rank first (the iu runtime ranks modules in the order they were
+	// added, so a module downstream handles its deadline before the news its upstream
+	// makes at the same instant): what they wake then runs in the same order on every
+	// run.
+	NewWakeTimer(d time.Duration, rank int) Timer
+	// Settle lets the caller, a running unit of tracked work, wait for the end of the
+	// instant: it gives up its unit until every other one has ended and no timer is due
+	// now, then takes it back and returns. Callers settling together go on one at a
+	// time, lowest rank first, each once the work the previous one started has ended.
+	// So a result computed on a worker reaches its module at the same point of the
+	// instant whatever the real time the computation took. When ctx ends first it
+	// returns ctx.Err(), and the caller holds its unit again.
+	Settle(ctx context.Context, rank int) error
 }
 
 // Sleep waits for d on c, or until ctx is done.

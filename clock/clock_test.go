@@ -102,7 +102,7 @@ func TestStoppingFiredWakeTimerReleasesItsWork(t *testing.T) {
 	v := NewVirtual(time.Unix(0, 0))
 	defer v.Close()
 	v.Begin()
-	wake := v.NewWakeTimer(time.Second)
+	wake := v.NewWakeTimer(time.Second, 0)
 	v.Advance(time.Second) // fires it: its firing is now a unit of tracked work
 	wake.Stop()            // nobody takes it over, so Stop must end it
 	v.End()
@@ -118,4 +118,81 @@ func TestSleepHonoursContext(t *testing.T) {
 	if err := Sleep(ctx, Real{}, time.Hour); err == nil {
 		t.Fatal("Sleep on a cancelled context returned nil")
 	}
+}
+
+// TestSettleOrdersAnInstantByRank: a worker that settles waits for the other work of
+// the instant, however long it takes in real time; settlers then go on one at a time,
+// lowest rank first, whatever order they arrived in.
+func TestSettleOrdersAnInstantByRank(t *testing.T) {
+	v := NewVirtual(time.Unix(0, 0))
+	defer v.Close()
+	ctx := context.Background()
+	order := make(chan string, 2)
+	v.Begin()
+	v.Begin()
+	go func() { // quick, but of a later rank
+		if err := v.Settle(ctx, 2); err != nil {
+			t.Error(err)
+		}
+		order <- "rank 2"
+		v.End()
+	}()
+	go func() { // slow, of an earlier rank
+		time.Sleep(20 * time.Millisecond)
+		if err := v.Settle(ctx, 1); err != nil {
+			t.Error(err)
+		}
+		order <- "rank 1"
+		time.Sleep(10 * time.Millisecond) // what it started runs before rank 2 goes on
+		v.End()
+	}()
+	if first, second := <-order, <-order; first != "rank 1" || second != "rank 2" {
+		t.Fatalf("settled in the order %s, %s; want rank 1, rank 2", first, second)
+	}
+	if got := v.Now(); !got.Equal(time.Unix(0, 0)) {
+		t.Errorf("time moved to %v while work settled", got)
+	}
+}
+
+// TestWakeTimersDueTogetherFireOneAtATime: timers due at the same instant fire highest
+// rank first, the next only once the work the first woke has ended.
+func TestWakeTimersDueTogetherFireOneAtATime(t *testing.T) {
+	v := NewVirtual(time.Unix(0, 0))
+	defer v.Close()
+	v.Begin()
+	late := v.NewWakeTimer(time.Second, 1)
+	early := v.NewWakeTimer(time.Second, 2)
+	v.End()
+	<-early.C()
+	select {
+	case <-late.C():
+		t.Fatal("the rank 1 timer fired while the rank 2 timer's work ran")
+	case <-time.After(20 * time.Millisecond):
+	}
+	v.End() // the work the rank 2 timer woke ends
+	<-late.C()
+	v.End()
+}
+
+// TestSettleHonoursContext: a settler whose context ends keeps its unit of work, so
+// time stays still until it ends it.
+func TestSettleHonoursContext(t *testing.T) {
+	v := NewVirtual(time.Unix(0, 0))
+	defer v.Close()
+	v.Begin() // the settler
+	v.Begin() // other work that runs on
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := v.Settle(ctx, 0); err == nil {
+		t.Fatal("Settle returned nil while other work ran and its context ended")
+	}
+	v.End() // the other work
+	timer := v.NewTimer(time.Second)
+	select {
+	case <-timer.C():
+		t.Fatal("time moved while the settler still held its unit of work")
+	case <-time.After(20 * time.Millisecond):
+	}
+	v.End()
+	<-timer.C()
 }

@@ -2,6 +2,9 @@ package clock
 
 import (
 	"container/heap"
+	"context"
+	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -9,7 +12,9 @@ import (
 // Virtual is a discrete-event clock: its time jumps straight to the next timer's deadline
 // whenever no tracked work is running and no tracked event is in flight. Computation
 // therefore takes no virtual time, and a replay runs as fast as the machine allows while
-// its timing stays the same on every run.
+// its timing stays the same on every run. Within one instant, wake timers and settling
+// workers go on one at a time in rank order, so that the order of what happens at an
+// instant does not depend on how long real computations took either.
 //
 // One goroutine owns the scheduler's state; every other goroutine talks to it through
 // the ops channel. Close stops that goroutine.
@@ -20,11 +25,23 @@ type Virtual struct {
 }
 
 type virtualState struct {
-	v      *Virtual
-	tokens int
-	timers timerHeap
-	seq    uint64
+	v         *Virtual
+	tokens    int
+	timers    timerHeap
+	seq       uint64
+	settlers  []*settler
+	settleSeq uint64
 }
+
+// settler is a unit of work waiting in Settle.
+type settler struct {
+	rank  int
+	seq   uint64 // breaks ties: first come, first served
+	ready chan struct{}
+}
+
+// errClosed is what Settle returns once the clock is closed.
+var errClosed = errors.New("clock: the virtual clock is closed")
 
 // NewVirtual returns a virtual clock that starts at start.
 func NewVirtual(start time.Time) *Virtual {
@@ -40,36 +57,56 @@ func (v *Virtual) run() {
 		select {
 		case op := <-v.ops:
 			op(st)
-			// Untracked timers add no work when they fire, so time keeps moving through
-			// them until something tracked runs (or no timer is left).
-			for st.tokens == 0 && len(st.timers) > 0 {
-				st.advance()
-			}
+			st.schedule()
 		case <-v.done:
 			return
 		}
 	}
 }
 
-// advance moves time to the earliest deadline and fires every timer due then.
-func (st *virtualState) advance() {
-	if len(st.timers) == 0 {
-		return
-	}
-	next := st.timers[0].deadline
-	if next > st.v.now.Load() {
-		st.v.now.Store(next)
-	}
-	now := st.v.now.Load()
-	for len(st.timers) > 0 && st.timers[0].deadline <= now {
-		t := heap.Pop(&st.timers).(*virtualTimer)
-		t.index = -1
-		t.fired = true
-		if t.tracked {
-			st.tokens++
+// schedule starts the next thing while no tracked work runs: a timer due now, else a
+// settling worker, else (moving time on) the earliest timer. Untracked timers add no
+// work when they fire, so time keeps moving through them until something tracked runs
+// or nothing is left.
+func (st *virtualState) schedule() {
+	for st.tokens == 0 {
+		switch {
+		case len(st.timers) > 0 && st.timers[0].deadline <= st.v.now.Load():
+			st.fire()
+		case len(st.settlers) > 0:
+			st.release()
+		case len(st.timers) > 0:
+			st.v.now.Store(st.timers[0].deadline)
+			st.fire()
+		default:
+			return
 		}
-		t.c <- time.Unix(0, now) // buffered: never blocks
 	}
+}
+
+// fire fires the first timer (due now: the caller moved time to its deadline).
+func (st *virtualState) fire() {
+	t := heap.Pop(&st.timers).(*virtualTimer)
+	t.index = -1
+	t.fired = true
+	if t.tracked {
+		st.tokens++
+	}
+	t.c <- time.Unix(0, st.v.now.Load()) // buffered: never blocks
+}
+
+// release hands a unit of work back to the settler of lowest rank.
+func (st *virtualState) release() {
+	first := 0
+	for i, s := range st.settlers {
+		if f := st.settlers[first]; s.rank < f.rank || s.rank == f.rank && s.seq < f.seq {
+			first = i
+		}
+	}
+	s := st.settlers[first]
+	st.settlers = slices.Delete(st.settlers, first, first+1)
+	st.tokens++
+	close(s.ready)
 }
 
 func (v *Virtual) do(op func(*virtualState)) {
@@ -105,21 +142,49 @@ func (v *Virtual) Now() time.Time { return time.Unix(0, v.now.Load()) }
 func (v *Virtual) Begin() { v.do(func(st *virtualState) { st.tokens++ }) }
 
 // End implements Scheduler.
-func (v *Virtual) End() {
+func (v *Virtual) End() { v.do((*virtualState).end) }
+
+func (st *virtualState) end() {
+	st.tokens--
+	if st.tokens < 0 {
+		panic("clock: Virtual.End without matching Begin")
+	}
+}
+
+// Settle implements Scheduler.
+func (v *Virtual) Settle(ctx context.Context, rank int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s := &settler{rank: rank, ready: make(chan struct{})}
 	v.do(func(st *virtualState) {
-		st.tokens--
-		if st.tokens < 0 {
-			panic("clock: Virtual.End without matching Begin")
-		}
+		st.settleSeq++
+		s.seq = st.settleSeq
+		st.settlers = append(st.settlers, s)
+		st.end()
 	})
+	select {
+	case <-s.ready:
+		return nil
+	case <-ctx.Done():
+		v.call(func(st *virtualState) {
+			if i := slices.Index(st.settlers, s); i >= 0 {
+				st.settlers = slices.Delete(st.settlers, i, i+1)
+				st.tokens++ // still waiting: take the unit back here
+			}
+		})
+		return ctx.Err()
+	case <-v.done:
+		return errClosed
+	}
 }
 
 // NewTimer returns a timer whose firing is not tracked work; use it from goroutines the
 // scheduler does not count (tests, helpers outside a network).
-func (v *Virtual) NewTimer(d time.Duration) Timer { return v.newTimer(d, false) }
+func (v *Virtual) NewTimer(d time.Duration) Timer { return v.newTimer(d, false, 0) }
 
 // NewWakeTimer implements Scheduler.
-func (v *Virtual) NewWakeTimer(d time.Duration) Timer { return v.newTimer(d, true) }
+func (v *Virtual) NewWakeTimer(d time.Duration, rank int) Timer { return v.newTimer(d, true, rank) }
 
 // Advance moves time forward by d at once, firing the timers due on the way, whether or
 // not tracked work is running. Tests use it to step time by hand.
@@ -127,7 +192,8 @@ func (v *Virtual) Advance(d time.Duration) {
 	v.call(func(st *virtualState) {
 		target := v.now.Load() + int64(d)
 		for len(st.timers) > 0 && st.timers[0].deadline <= target {
-			st.advance()
+			v.now.Store(max(v.now.Load(), st.timers[0].deadline))
+			st.fire()
 		}
 		if v.now.Load() < target {
 			v.now.Store(target)
@@ -135,8 +201,8 @@ func (v *Virtual) Advance(d time.Duration) {
 	})
 }
 
-func (v *Virtual) newTimer(d time.Duration, tracked bool) Timer {
-	t := &virtualTimer{v: v, c: make(chan time.Time, 1), tracked: tracked, index: -1}
+func (v *Virtual) newTimer(d time.Duration, tracked bool, rank int) Timer {
+	t := &virtualTimer{v: v, c: make(chan time.Time, 1), tracked: tracked, rank: rank, index: -1}
 	v.call(func(st *virtualState) {
 		if d < 0 {
 			d = 0
@@ -153,7 +219,8 @@ type virtualTimer struct {
 	v        *Virtual
 	c        chan time.Time
 	deadline int64
-	seq      uint64 // breaks ties so timers due together fire in creation order
+	rank     int    // timers due together fire highest rank first,
+	seq      uint64 // then in creation order
 	tracked  bool
 	// owned by the scheduler goroutine:
 	index int
@@ -190,6 +257,9 @@ func (h timerHeap) Len() int { return len(h) }
 func (h timerHeap) Less(i, j int) bool {
 	if h[i].deadline != h[j].deadline {
 		return h[i].deadline < h[j].deadline
+	}
+	if h[i].rank != h[j].rank {
+		return h[i].rank > h[j].rank
 	}
 	return h[i].seq < h[j].seq
 }

@@ -61,3 +61,40 @@ func sink(name string, out chan<- []received, perMessage func()) Module {
 		}
 	}}
 }
+
+// working is a module that does real work (work of real time, no virtual time) on a
+// worker for every IU it receives, which posts job's value; done takes each value on the
+// module's goroutine. It returns once its input ended and every job reported.
+func working(name string, work time.Duration, job func(*Ports, IU) any, done func(context.Context, *Ports, any) error) Module {
+	return ModuleFunc{ModuleName: name, Fn: func(ctx context.Context, p *Ports) error {
+		pending, inputDone := 0, false
+		for !inputDone || pending > 0 {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil {
+				return err
+			}
+			switch ev.Kind {
+			case EventInputDone:
+				inputDone = true // finish the jobs still on workers first
+			case EventMessage:
+				for _, up := range ev.Message.Updates {
+					if up.Type != Add {
+						continue
+					}
+					pending++
+					v := job(p, up.IU)
+					p.Go(func() {
+						time.Sleep(work)
+						_ = p.Post(ctx, v)
+					})
+				}
+			case EventLocal:
+				pending--
+				if err := done(ctx, p, ev.Local); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}}
+}

@@ -106,6 +106,7 @@ type Network struct {
 
 type node struct {
 	module    Module
+	rank      int // its place in the network's order (Add), which orders it on a virtual clock
 	consumers []*node
 	producers int
 
@@ -152,7 +153,7 @@ func (n *Network) Add(modules ...Module) error {
 		if _, dup := n.byName[name]; dup {
 			return fmt.Errorf("iu: module %q added twice", name)
 		}
-		nd := &node{module: m, done: make(chan struct{})}
+		nd := &node{module: m, rank: len(n.nodes), done: make(chan struct{})}
 		n.nodes = append(n.nodes, nd)
 		n.byName[name] = nd
 	}
@@ -469,8 +470,16 @@ func (p *Ports) Go(fn func()) {
 }
 
 // Post hands v to the module's own goroutine, which receives it from Next as an
-// EventLocal. It blocks while the local queue is full, until ctx is done.
+// EventLocal. It blocks while the local queue is full, until ctx is done. On a virtual
+// clock v waits for the end of the instant (clock.Scheduler.Settle; modules added
+// earlier go first): a worker's result then meets the same messages at its module on
+// every run, however long the work took.
 func (p *Ports) Post(ctx context.Context, v any) error {
+	if p.net.sched != nil {
+		if err := p.net.sched.Settle(ctx, p.node.rank); err != nil {
+			return err
+		}
+	}
 	p.begin()
 	select {
 	case p.local <- v:
@@ -538,7 +547,7 @@ func (p *Ports) next(ctx context.Context, deadline time.Time) (ev Event, ok bool
 			return Event{Kind: EventDeadline}, true, nil
 		}
 		if p.net.sched != nil {
-			timer = p.net.sched.NewWakeTimer(d)
+			timer = p.net.sched.NewWakeTimer(d, p.node.rank)
 		} else {
 			timer = p.net.clock.NewTimer(d)
 		}

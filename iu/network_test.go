@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -469,34 +470,14 @@ func TestVirtualClockRunsFastAndDeterministically(t *testing.T) {
 		var times []float64
 		// The consumer does slow real work on a worker for every message; virtual time
 		// must not move while it works.
-		worker := ModuleFunc{ModuleName: "work", Fn: func(ctx context.Context, p *Ports) error {
-			pending, inputDone := 0, false
-			for !inputDone || pending > 0 {
-				ev, err := p.Next(ctx, time.Time{})
-				if err != nil {
-					return err
+		worker := working("work", 2*time.Millisecond, func(p *Ports, _ IU) any { return p.Now() },
+			func(_ context.Context, p *Ports, v any) error {
+				if sentAt := v.(time.Time); !p.Now().Equal(sentAt) {
+					return fmt.Errorf("virtual time moved from %v to %v while a worker ran", sentAt, p.Now())
 				}
-				switch ev.Kind {
-				case EventInputDone:
-					inputDone = true // finish the jobs still on workers first
-				case EventMessage:
-					pending++
-					at := p.Now()
-					p.Go(func() {
-						time.Sleep(2 * time.Millisecond) // real work, zero virtual time
-						_ = p.Post(ctx, at)
-					})
-				case EventLocal:
-					sentAt := ev.Local.(time.Time)
-					if !p.Now().Equal(sentAt) {
-						return fmt.Errorf("virtual time moved from %v to %v while a worker ran", sentAt, p.Now())
-					}
-					pending--
-					times = append(times, p.Now().Sub(start).Seconds())
-				}
-			}
-			return nil
-		}}
+				times = append(times, p.Now().Sub(start).Seconds())
+				return nil
+			})
 		n := NewNetwork(WithClock(vc))
 		tk := ticker("tick", time.Second, 20)
 		if err := n.Add(tk, worker); err != nil {
@@ -565,5 +546,38 @@ func TestModuleEndingEarlyDoesNotHoldVirtualTime(t *testing.T) {
 	mustRun(t, n)
 	if last != 10*time.Second {
 		t.Fatalf("the last tick came at %v, want 10s", last)
+	}
+}
+
+// TestWorkerResultsMeetTheirModulesInRankOrder: on a virtual clock two modules work on
+// the same tick, one slowly and one at once; their results reach a common consumer in
+// the order of the network (the slow one was added first), not in the order the work
+// happened to end, so a replay gives the same sequence on a loaded machine.
+func TestWorkerResultsMeetTheirModulesInRankOrder(t *testing.T) {
+	passOn := func(ctx context.Context, p *Ports, v any) error {
+		u := p.NewIU(v.(num))
+		return p.Send(ctx, AddOf(u), CommitOf(u))
+	}
+	payload := func(_ *Ports, u IU) any { return u.Payload }
+	vc := clock.NewVirtual(time.Unix(1000, 0))
+	defer vc.Close()
+	n := NewNetwork(WithClock(vc))
+	tk := ticker("tick", time.Second, 3)
+	slow, quick := working("slow", 20*time.Millisecond, payload, passOn), working("quick", 0, payload, passOn)
+	out := make(chan []received, 1)
+	last := sink("last", out, nil)
+	if err := n.Add(tk, slow, quick, last); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][2]Module{{tk, slow}, {tk, quick}, {slow, last}, {quick, last}} {
+		if err := n.Connect(c[0], c[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustRun(t, n)
+	got := <-out
+	want := []received{{"slow", 0}, {"quick", 0}, {"slow", 1}, {"quick", 1}, {"slow", 2}, {"quick", 2}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the consumer received %v, want %v", got, want)
 	}
 }
