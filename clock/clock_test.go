@@ -29,11 +29,7 @@ func TestVirtualHoldsTimeWhileWorkRuns(t *testing.T) {
 	defer v.Close()
 	v.Begin() // some tracked work is running
 	timer := v.NewTimer(time.Second)
-	select {
-	case <-timer.C():
-		t.Fatal("timer fired while tracked work was running")
-	case <-time.After(50 * time.Millisecond):
-	}
+	expectStill(t, timer, "timer fired while tracked work was running")
 	v.End()
 	<-timer.C()
 	if got := v.Now().Sub(start); got != time.Second {
@@ -164,11 +160,7 @@ func TestWakeTimersDueTogetherFireOneAtATime(t *testing.T) {
 	early := v.NewWakeTimer(time.Second, 2)
 	v.End()
 	<-early.C()
-	select {
-	case <-late.C():
-		t.Fatal("the rank 1 timer fired while the rank 2 timer's work ran")
-	case <-time.After(20 * time.Millisecond):
-	}
+	expectStill(t, late, "the rank 1 timer fired while the rank 2 timer's work ran")
 	v.End() // the work the rank 2 timer woke ends
 	<-late.C()
 	v.End()
@@ -188,11 +180,17 @@ func TestSettleHonoursContext(t *testing.T) {
 	}
 	v.End() // the other work
 	timer := v.NewTimer(time.Second)
-	select {
-	case <-timer.C():
-		t.Fatal("time moved while the settler still held its unit of work")
-	case <-time.After(20 * time.Millisecond):
-	}
+	expectStill(t, timer, "time moved while the settler still held its unit of work")
 	v.End()
 	<-timer.C()
+}
+
+// expectStill fails with why if timer fires within a short real wait.
+func expectStill(t *testing.T, timer Timer, why string) {
+	t.Helper()
+	select {
+	case <-timer.C():
+		t.Fatal(why)
+	case <-time.After(30 * time.Millisecond):
+	}
 }
