@@ -91,11 +91,16 @@ func (k *backchannels) settle(agentTurn int, b *bargeIn) {
 		v.kind, v.noise = max(p.kind, v.kind), p.noise && v.noise
 		v.words = append(slices.Clip(p.words), v.words...)
 	}
-	var settled *settledVoice
+	k.verdict, k.settled = v, nil
 	if s.Kind == SoundVoice && s.Ended {
-		settled = &settledVoice{agentTurn: agentTurn, from: b.from, end: s.End, comebacks: b.comebacks}
+		k.keepVoice(agentTurn, b.from, s.End, b.comebacks)
 	}
-	k.verdict, k.settled = v, settled
+}
+
+// keepVoice keeps a voice over agent turn agentTurn, from from to end, that did not
+// interrupt it, for a sound that follows it closely (rejoin).
+func (k *backchannels) keepVoice(agentTurn int, from, end time.Time, comebacks int) {
+	k.settled = &settledVoice{agentTurn: agentTurn, from: from, end: end, comebacks: comebacks}
 }
 
 // interrupted notes that barge-in b interrupted agent turn agentTurn: its utterance is a

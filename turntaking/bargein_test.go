@@ -503,6 +503,24 @@ func TestSoftBargeIns(t *testing.T) {
 			final: Overlap,
 		},
 		{
+			// The bench.yaml barge-in on the simulated laptop: the suppressor cuts "go" short,
+			// the VAD withdraws it as too short, and the rest begins 30 ms later.
+			name: "a voice the VAD withdrew goes on in the sound that follows it closely",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(3000), want: []string{"duck 2 -12"}},
+				{ms: 3150, ev: sound(3000, SoundVoice, 150, "go:0.45")},
+				{ms: 3290, ev: dropped(), want: []string{"unduck 2"}},
+				{ms: 3390, ev: candidate(3280), want: []string{"duck 2 -12"}},
+				{ms: 3600, ev: sound(3280, SoundVoice, 320, "before:0.85")},
+				{ms: 3640, ev: sound(3280, SoundVoice, 360, "before:0.86")},
+				{ms: 3680, ev: sound(3280, SoundVoice, 400, "before:0.87", "your:0.1")},
+				// MaxBackchannel from the withdrawn voice's onset, not from this one's.
+				{ms: 3999, tick: true},
+				{ms: 4000, tick: true, want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
 			name: "a voice that follows a settled one after more than the rejoin gap is weighed alone",
 			steps: concat(speakingAgent(), goFor(), []step{
 				{ms: 4600, ev: candidate(4500), want: []string{"duck 2 -12"}},

@@ -26,9 +26,28 @@ func (t *Policy) candidate(c *Candidate, acts []Action) []Action {
 func (t *Policy) beginBargeIn(onset time.Time, tentative bool) {
 	b := newBargeIn(t.cfg.BargeIn, t.lex, onset, t.agent, tentative)
 	if from, comebacks, ok := t.backs.rejoin(t.AgentTurn(), onset); ok {
-		b.from, b.comebacks = from, comebacks+1
+		b.from, b.comebacks = from, comebacks
+		if onset.After(from) {
+			b.comebacks++ // not the same sound's evidence coming after its withdrawal
+		}
 	}
 	t.barge = b
+}
+
+// keepDroppedVoice keeps a voice the VAD withdrew as too short for a sound that follows
+// it closely (backchannels.rejoin): an echo canceller's suppressor cuts the first word of
+// a barge-in short ("go" of "go forward ten meters"), and the VAD drops it just as the
+// rest begins. Its end is as far as it was decoded, or where it stopped.
+func (t *Policy) keepDroppedVoice(b *bargeIn) {
+	s := b.sound
+	if s == nil || s.Kind != SoundVoice || t.agent == nil {
+		return
+	}
+	end := s.Onset.Add(s.DecodedTo)
+	if s.Ended && s.End.After(end) {
+		end = s.End
+	}
+	t.backs.keepVoice(t.agent.id, b.from, end, b.comebacks)
 }
 
 // handleSound takes the overlap module's evidence.
@@ -153,7 +172,9 @@ func (t *Policy) settleSound(acts []Action, reason string) []Action {
 	b := t.barge
 	if b.sound.Dropped {
 		// The VAD withdrew it: no transcript comes for it to judge, and a verdict kept
-		// would judge the next one, perhaps the user's turn after the agent's.
+		// would judge the next one, perhaps the user's turn after the agent's. A voice is
+		// kept all the same for what follows it closely.
+		t.keepDroppedVoice(b)
 		return t.resume(acts, reason)
 	}
 	id := t.agent.id

@@ -119,6 +119,7 @@ func (t *Policy) Handle(ev Event) []Action {
 		acts = t.candidate(ev.Candidate, acts)
 	case ev.CandidateDropped != nil:
 		if b := t.barge; b != nil && b.tentative && !b.resolved && t.agent != nil {
+			t.keepDroppedVoice(b)
 			acts = t.resume(acts, "noise, not speech")
 		}
 		if t.backs.carried != nil && !t.userSpeaking {

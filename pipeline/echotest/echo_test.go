@@ -147,10 +147,7 @@ func replayOnLaptop(t *testing.T, cfg pipeline.Config, scenario, mode string) (*
 // interrupts itself: the VAD hears its voice and the manager pauses or interrupts its
 // own turn. With it, nothing but the user's recordings makes the agent stop, every user
 // turn comes from a recording, and a barge-in recording that starts while the agent
-// speaks is never lost: it interrupts the agent or becomes a user turn. Which of the two
-// is not checked here: in double talk the VAD hears the user only through the
-// canceller's suppressor, so on this laptop barge-ins stop the agent late or not at all
-// (the interruption TOR of 'agent eval --laptop' measures it).
+// speaks still interrupts it: at least one of them, and any other becomes a user turn.
 func TestReplayEchoOnEveryScenario(t *testing.T) {
 	cfg := pipetest.DemoConfig(t)
 	scenarios, err := filepath.Glob(filepath.Join(testenv.ModuleRoot(t), "configs", "scenarios", "*.yaml"))
@@ -250,10 +247,13 @@ func TestReplayEchoOnEveryScenario(t *testing.T) {
 		})
 	}
 	t.Logf("echo_cancel on: the recordings with a reference transcript heard with %v; the barge-ins %v", heard, bargeInsHeard)
-	if bargeIns == 0 {
+	switch {
+	case bargeIns == 0:
 		t.Error("no scenario has a barge-in over the agent: the barge-in check was never made")
+	case stopped == 0:
+		// One may become a user turn instead (above); not all of them.
+		t.Errorf("none of the %d barge-ins over the agent stopped it", bargeIns)
 	}
-	t.Logf("echo_cancel on: %d of the %d barge-ins over the agent stopped it", stopped, bargeIns)
 }
 
 // sharedTranscripts returns the reference transcripts of the shared recordings, by file
