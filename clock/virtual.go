@@ -25,12 +25,11 @@ type Virtual struct {
 }
 
 type virtualState struct {
-	v         *Virtual
-	tokens    int
-	timers    timerHeap
-	seq       uint64
-	settlers  []*settler
-	settleSeq uint64
+	v        *Virtual
+	tokens   int
+	timers   timerHeap
+	seq      uint64 // orders timers, and settlers, created at the same point
+	settlers []*settler
 }
 
 // settler is a unit of work waiting in Settle.
@@ -158,8 +157,8 @@ func (v *Virtual) Settle(ctx context.Context, rank int) error {
 	}
 	s := &settler{rank: rank, ready: make(chan struct{})}
 	v.do(func(st *virtualState) {
-		st.settleSeq++
-		s.seq = st.settleSeq
+		st.seq++
+		s.seq = st.seq
 		st.settlers = append(st.settlers, s)
 		st.end()
 	})

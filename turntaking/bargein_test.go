@@ -504,7 +504,7 @@ func TestSoftBargeIns(t *testing.T) {
 		},
 		{
 			// The bench.yaml barge-in on the simulated laptop: the suppressor cuts "go" short,
-			// the VAD withdraws it as too short, and the rest begins 30 ms later.
+			// and the VAD withdraws it as too short just as the rest begins.
 			name: "a voice the VAD withdrew goes on in the sound that follows it closely",
 			steps: concat(speakingAgent(), []step{
 				{ms: 3030, ev: candidate(3000), want: []string{"duck 2 -12"}},
