@@ -44,6 +44,12 @@ func pipelineSettings(cfg Config) settings {
 func predictivePipeline(s *settings) {
 	s.prefill = true
 	s.predictTurnEnd = true
+	if s.EndOfTurn.UsesHolds() {
+		// The policy's holds count from the segment's padded end, which the VAD
+		// reports once MergeGap of silence followed the speech: a longer gap would
+		// stretch the short hold.
+		s.VAD.MergeGap = min(s.VAD.MergeGap, s.EndOfTurn.Holds.Short+s.VAD.SpeechPad)
+	}
 	// The reply is prepared for the recogniser's words at the user's pause: all of
 	// them, the last ones not yet confirmed by local agreement too, and the final
 	// decode's words as soon as it is done. That decode starts once its trailing audio
@@ -52,13 +58,18 @@ func predictivePipeline(s *settings) {
 	// the silence MinSilence covers after the padded end (their word error rate is the
 	// same with 0, 30, 70, 170 or 300 ms: agent wer -mode stream -trailing; less than
 	// 70 ms flips the demo's "lamp" to "lamb"), the final pass at the sure pause with
-	// MergeGap − pad (shorter ones flip "what time is it" to "what time as").
+	// finalPassTrailing (shorter ones flip "what time is it" to "what time as").
 	s.asr.EarlyFinal = true
 	s.asr.EmitUnstable = true
 	s.asr.SpeculateAtPause = true
-	s.asr.Trailing = min(s.asr.Trailing, s.VAD.MergeGap-s.VAD.SpeechPad)
+	s.asr.Trailing = min(s.asr.Trailing, finalPassTrailing)
 	s.asr.PeekTrailing = min(s.asr.Trailing, max(s.VAD.MinSilence-s.VAD.SpeechPad, 0))
 }
+
+// finalPassTrailing is the silence after the speech's padded end that pocketsphinx's
+// final pass decodes with it: libwhisper's merge gap less the pad, as the segment's end
+// once gave it.
+const finalPassTrailing = 170 * time.Millisecond
 
 // incrementalPipeline: incremental recognition and speech, but the LLM starts at the
 // end of the user's turn, which a fixed silence decides.

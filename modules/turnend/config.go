@@ -42,12 +42,12 @@ type Config struct {
 	Pitch bool `yaml:"pitch"`
 }
 
-// DefaultConfig returns the predictive policy with holds of 250 ms, 500 ms and 1.2 s,
+// DefaultConfig returns the predictive policy with holds of 170 ms, 500 ms and 1.2 s,
 // and at least 800 ms after the user interrupted the agent.
 func DefaultConfig() Config {
 	return Config{
 		Policy:            "predictive",
-		Holds:             Holds{Short: 250 * time.Millisecond, Default: 500 * time.Millisecond, Long: 1200 * time.Millisecond},
+		Holds:             Holds{Short: 170 * time.Millisecond, Default: 500 * time.Millisecond, Long: 1200 * time.Millisecond},
 		CompleteAbove:     0.3,
 		IncompleteBelow:   0.01,
 		Language:          "en",
@@ -60,6 +60,10 @@ func DefaultConfig() Config {
 func (c Config) Waits() Waits {
 	return Waits{FreshSlack: c.FreshSlack, AfterInterruption: c.AfterInterruption}
 }
+
+// UsesHolds reports whether the policy chooses between Holds (the silence policy waits
+// the VAD's end_of_turn instead).
+func (c Config) UsesHolds() bool { return c.Policy != "silence" }
 
 // LongestHold is the longest silence the policy may wait for before it ends a turn.
 func (c Config) LongestHold() time.Duration {
@@ -96,7 +100,7 @@ func (c Config) NewPolicy(silence time.Duration) (Policy, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if c.Policy == "silence" {
+	if !c.UsesHolds() {
 		return Silence{After: silence}, nil
 	}
 	lex, err := NewLexicon(c.Language, c.WaitWords)

@@ -10,10 +10,18 @@ import (
 
 const ms = time.Millisecond
 
+// testConfig is the default configuration with the holds the scenarios' times are
+// written for (250 ms, 500 ms, 1.2 s), whatever the defaults become.
+func testConfig() Config {
+	c := DefaultConfig()
+	c.Holds = Holds{Short: 250 * ms, Default: 500 * ms, Long: 1200 * ms}
+	return c
+}
+
 // withPitch is the predictive policy that reads the pitch of the speech's end.
 func withPitch(t *testing.T) Policy {
 	t.Helper()
-	c := DefaultConfig()
+	c := testConfig()
 	c.Pitch = true
 	p, err := c.NewPolicy(700 * ms)
 	if err != nil {
@@ -24,7 +32,7 @@ func withPitch(t *testing.T) Policy {
 
 func predictive(t *testing.T) Policy {
 	t.Helper()
-	p, err := DefaultConfig().NewPolicy(700 * ms)
+	p, err := testConfig().NewPolicy(700 * ms)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +370,7 @@ func TestDeciderScenarios(t *testing.T) {
 		},
 		{
 			name:   "words policy: a trailing filler waits long",
-			policy: Words{Holds: DefaultConfig().Holds, Lexicon: mustLexicon(t, "en", nil)},
+			policy: Words{Holds: testConfig().Holds, Lexicon: mustLexicon(t, "en", nil)},
 			steps: []step{
 				{at: 100 * ms, start: 100 * ms},
 				{at: 1200 * ms, words: "i would like um", wEnd: 1100 * ms},

@@ -58,7 +58,8 @@ func (p Silence) Decide(Signals) Decision {
 
 // Holds are the three silences the predictive policies choose between.
 type Holds struct {
-	// Short ends a turn that is surely complete.
+	// Short ends a turn that is surely complete. The predictive pipeline's VAD merges
+	// gaps of at most this and its pad (vad.merge_gap), so that the segment ends in time.
 	Short time.Duration `yaml:"short"`
 	// Default ends a turn nothing speaks for or against.
 	Default time.Duration `yaml:"default"`
