@@ -31,8 +31,9 @@ type bargeIn struct {
 	// module).
 	sound       *OverlapSound
 	prev, prev2 []ScoredWord
-	// longChecked: the MaxBackchannel deadline has been looked at.
-	longChecked bool
+	// longChecked: the MaxBackchannel deadline has been looked at; farPast: the sound
+	// has gone on half as long again (farPastBackchannel).
+	longChecked, farPast bool
 	// comebacks counts the times the sound went on after it had ended.
 	comebacks int
 }
@@ -181,6 +182,7 @@ func (b *bargeIn) weighSound(now time.Time) decision {
 	}
 	if cfg.MaxBackchannel > 0 && !now.Before(b.from.Add(cfg.MaxBackchannel)) {
 		b.longChecked = true
+		b.farPast = !now.Before(b.from.Add(cfg.MaxBackchannel * farPastBackchannel / 2))
 	}
 	if reason := b.interruption(); reason != "" {
 		return decision{interrupt, reason}
@@ -204,6 +206,12 @@ func (b *bargeIn) weighSound(now time.Time) decision {
 // backchannel comes back at most once ("uh… huh"), and repeated ones ("yeah, yeah,
 // yeah") are told by their words.
 const voiceComebacks = 2
+
+// farPastBackchannel, in halves of MaxBackchannel, is how long a voice goes on before a
+// word its decodes hold anywhere, not only at their opening, interrupts
+// (lexicon.steadyWord): a hum's drift, or a backchannel decoded as words, can hold one
+// for a second ("you(0.1) actually(0.84)"), not for one and a half.
+const farPastBackchannel = 3
 
 // interruption returns why the sound is a real interruption, or "".
 func (b *bargeIn) interruption() string {
@@ -230,7 +238,8 @@ func (b *bargeIn) interruption() string {
 	switch {
 	case stable >= 2:
 		return "barge-in: confident words"
-	case s.Kind == SoundVoice && b.longChecked && !s.Ended && stable >= 1:
+	case s.Kind == SoundVoice && b.longChecked && !s.Ended && stable >= 1,
+		s.Kind == SoundVoice && b.farPast && !s.Ended && lex.steadyWord(s.Words, b.prev, b.prev2):
 		return "barge-in: too long for a backchannel"
 	case s.Kind == SoundVoice && b.longChecked && !s.Ended && b.comebacks >= voiceComebacks &&
 		lex.wordsBesideBackchannels(s.Words) > b.comebacks:

@@ -475,6 +475,23 @@ func TestSoftBargeIns(t *testing.T) {
 			final: Overlap,
 		},
 		{
+			// "actually, tell me about the moon" over the agent on the simulated laptop
+			// (the evaluation's barge-in-early-05): the decodes never agree on how it
+			// opens, and hold "tell" from the third on.
+			name: "a voice far past a backchannel's length interrupts on a word its decodes hold wherever they place it",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
+				{ms: 3600, ev: voice(3600, "the:0.84", "on:0.14", "to:0.28")},
+				{ms: 3660, ev: voice(3660, "two:0.23", "on:0.46", "tell:1")},
+				{ms: 3720, ev: voice(3720, "the:0.43", "i:0.34", "tell:1")},
+				{ms: 4100, ev: voice(4100, "little:0.02", "can:0.12", "tell:0.69")},
+				{ms: 4400, ev: voice(4400, "two:0.14", "it:0.7", "tell:0.61", "me:0.48")},
+				// One and a half seconds after its onset.
+				{ms: 4500, ev: voice(4500, "two:0.13", "it:0.62", "tell:0.59", "me:0.3", "let:0.15"), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
 			name: "a voice that keeps coming back past MaxBackchannel interrupts whatever its decodes say",
 			steps: concat(speakingAgent(), []step{
 				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},

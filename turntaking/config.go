@@ -75,7 +75,9 @@ type EvidenceConfig struct {
 	// WordConfidence is what a real (not a backchannel) word needs to count, in two of
 	// three decodes in a row that open with it (or in one, when none of the three gives
 	// it less than TurnWordConfidence): two such words interrupt; and a voice (not a
-	// hum) going on past MaxBackchannel interrupts once one such word is there. Three
+	// hum) going on past MaxBackchannel interrupts once one such word is there (and, half
+	// as long again, once three decodes in a row hold a word anywhere, TurnWordConfidence
+	// confident in two). Three
 	// decodes in a row that end in the same interrupt word, this confident in each,
 	// interrupt too, whatever comes before it.
 	WordConfidence float32 `yaml:"word_confidence"`

@@ -228,6 +228,45 @@ func (l *lexicon) confidentLead(cur, prev, prev2 []ScoredWord) int {
 	return n
 }
 
+// steadyWord reports whether a real word (not part of any backchannel) is in each of
+// the decodes cur, prev and prev2, wherever they place it, at least
+// TurnWordConfidence confident in two of them. A voice's opening can stay in doubt
+// (a canceller's residue under "actually" decodes as "the", "two", "little") while the
+// words after it hold ("tell(0.6)" in every decode for a second).
+func (l *lexicon) steadyWord(cur, prev, prev2 []ScoredWord) bool {
+	best := func(dec []ScoredWord, w string) (float32, bool) {
+		var c float32
+		found := false
+		for _, x := range dec {
+			if normalizeWord(x.Text) == w {
+				c, found = max(c, x.Confidence), true
+			}
+		}
+		return c, found
+	}
+	for _, x := range cur {
+		w := normalizeWord(x.Text)
+		if l.backWords[w] || !lexical(w) {
+			continue
+		}
+		confident := 0
+		for _, dec := range [][]ScoredWord{cur, prev, prev2} {
+			c, ok := best(dec, w)
+			if !ok {
+				confident = -3
+				break
+			}
+			if c >= l.ev.TurnWordConfidence {
+				confident++
+			}
+		}
+		if confident >= 2 {
+			return true
+		}
+	}
+	return false
+}
+
 // stableRealWords counts the real words (not part of any backchannel) at least minConf
 // confident that two decodes in a row agree on (their common prefix).
 func (l *lexicon) stableRealWords(cur, prev []ScoredWord, minConf float32) int {
