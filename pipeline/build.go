@@ -396,6 +396,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	turnEnd := turnend.New(NameTurnEnd, policy, waits)
 	asrCfg.Whisper.Threads = plan.Whisper
+	asrCfg.Whisper.FinalThreads = plan.WhisperFinal
 	asrMod, closeASR, err := openASR(NameASR, asrCfg, io.Recogniser)
 	if err != nil {
 		return fail(fmt.Errorf("asr: %w", err))
@@ -471,7 +472,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		mic = NameEcho
 	}
 	if io.EchoCancel {
-		aecMod, closeAEC, err := openAEC(NameAEC, cfg.Audio.EchoEngine, aec.Config{Delay: io.EchoDelay})
+		aecMod, closeAEC, err := openAEC(NameAEC, cfg.Audio, aec.Config{Delay: io.EchoDelay})
 		if err != nil {
 			return fail(fmt.Errorf("aec: %w", err))
 		}

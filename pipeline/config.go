@@ -93,6 +93,13 @@ type AudioConfig struct {
 	// EchoEngine names the canceller (the configuration reference lists the engines;
 	// empty: the default).
 	EchoEngine string `yaml:"echo_engine"`
+	// EchoDoubleTalk tunes AEC3's suppressor (the webrtc engine) to let a voice that
+	// starts over the agent through from its first syllables, so that a barge-in is
+	// heard sooner and missed less often. The price is more of the agent's echo in a
+	// session's first second and at the ends of its phrases, which the overlap module
+	// and the tail gate must tell from a voice (docs/PERFORMANCE.md has both
+	// evaluations).
+	EchoDoubleTalk bool `yaml:"echo_double_talk"`
 }
 
 // EchoCancelMode is the EchoCancel setting (Validate has checked it).

@@ -57,6 +57,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "wrong type", yaml: "vad:\n  threshold: loud\n", wantErr: "line 2"},
 		{name: "unset variable", yaml: "llm:\n  model: ${PARLEY_NO_SUCH_VARIABLE}/m.gguf\n", wantErr: "unset variable"},
 		{name: "unknown engine", yaml: "asr:\n  engine: kaldi\n", wantErr: "asr: engine \"kaldi\""},
+		{name: "double talk without AEC3", yaml: "audio:\n  echo_engine: speex\n  echo_double_talk: true\n", wantErr: "needs the webrtc engine"},
 		{name: "http without url", yaml: "llm:\n  engine: http\n", wantErr: "needs a url"},
 		{name: "unknown prompt format", yaml: "dialogue:\n  prompt_format: nosuchformat\n", wantErr: "dialogue"},
 		{name: "window without size", yaml: "dialogue:\n  memory:\n    strategy: window\n", wantErr: "window ≥ 1"},

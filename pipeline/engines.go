@@ -56,7 +56,7 @@ type NamedEngine struct {
 	// The opener of the engine's kind (Key).
 	openASR  func(asr.Config) (ASREngine, error)
 	openLLM  func(Config, *zap.Logger) (*Engines, error)
-	openEcho func() (*aec.Stream, error)
+	openEcho func(AudioConfig) (*aec.Stream, error)
 }
 
 // Need is something an engine needs besides its libraries, which 'agent doctor' checks.
@@ -118,10 +118,22 @@ func EngineCatalog() []NamedEngine {
 			openLLM: loadHTTP},
 		{Key: KeyEchoEngine, Name: EngineWebRTC, Default: true,
 			Description: "WebRTC's AEC3, with its linear output, which the overlap module and the recogniser decode (package aec/webrtc)",
-			openEcho:    func() (*aec.Stream, error) { return webrtc.New(webrtcapm.Config{LinearOutput: true}) }},
+			openEcho: func(a AudioConfig) (*aec.Stream, error) {
+				cfg := webrtcapm.Config{LinearOutput: true}
+				if a.EchoDoubleTalk {
+					cfg.Suppressor = webrtc.DoubleTalk()
+				}
+				return webrtc.New(cfg)
+			}},
 		{Key: KeyEchoEngine, Name: EngineSpeex,
 			Description: "speexdsp's canceller; a fallback that converges more slowly (package aec/speex)",
-			openEcho:    func() (*aec.Stream, error) { return speex.New(speexdsp.Config{}) }},
+			check: func(c Config) error {
+				if c.Audio.EchoDoubleTalk {
+					return errors.New("echo_double_talk tunes AEC3's suppressor: it needs the webrtc engine")
+				}
+				return nil
+			},
+			openEcho: func(AudioConfig) (*aec.Stream, error) { return speex.New(speexdsp.Config{}) }},
 	}
 }
 

@@ -114,14 +114,14 @@ func openTTS(name string, cfg tts.Config, wrap func(tts.Engine) tts.Engine) (*tt
 	return m, e.Close, nil
 }
 
-// openCanceller opens the echo canceller engine names (EngineCatalog), with
-// aec.TailGate around it.
-func openCanceller(engine string) (aec.Canceller, error) {
-	e, err := FindEngine(KeyEchoEngine, engine)
+// openCanceller opens the echo canceller a names (EngineCatalog), with aec.TailGate
+// around it.
+func openCanceller(a AudioConfig) (aec.Canceller, error) {
+	e, err := FindEngine(KeyEchoEngine, a.EchoEngine)
 	if err != nil {
 		return nil, fmt.Errorf("aec: %w", err)
 	}
-	s, err := e.openEcho()
+	s, err := e.openEcho(a)
 	if err != nil {
 		return nil, err
 	}
@@ -129,8 +129,8 @@ func openCanceller(engine string) (aec.Canceller, error) {
 }
 
 // openAEC makes the echo-cancelling module around the engine's canceller.
-func openAEC(name, engine string, cfg aec.Config) (*aec.Module, func() error, error) {
-	c, err := openCanceller(engine)
+func openAEC(name string, a AudioConfig, cfg aec.Config) (*aec.Module, func() error, error) {
+	c, err := openCanceller(a)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -145,7 +145,7 @@ func openAEC(name, engine string, cfg aec.Config) (*aec.Module, func() error, er
 // CheckAECEngine opens and closes the echo canceller engine names, to tell whether it
 // works here ('agent doctor').
 func CheckAECEngine(engine string) error {
-	c, err := openCanceller(engine)
+	c, err := openCanceller(AudioConfig{EchoEngine: engine})
 	if err != nil {
 		return err
 	}

@@ -19,8 +19,10 @@ type ThreadPlan struct {
 	// LLM and LLMBatch are llama.cpp's threads for generation and for prompts.
 	LLM      int `json:"llm_threads"`
 	LLMBatch int `json:"llm_batch_threads"`
-	// Whisper is whisper.cpp's decoding threads (used when the ASR engine is whisper).
-	Whisper int `json:"whisper_threads"`
+	// Whisper is whisper.cpp's decoding threads (used when the ASR engine is whisper),
+	// WhisperFinal its threads for the decodes the user waits on.
+	Whisper      int `json:"whisper_threads"`
+	WhisperFinal int `json:"whisper_final_threads"`
 	// VAD is the Silero VAD's threads (vad.threads, at most the cores).
 	VAD int `json:"vad_threads,omitempty"`
 	// OpenMPWait is the OpenMP wait policy of the process (OMP_WAIT_POLICY; 'agent'
@@ -63,6 +65,7 @@ func (c Config) Threads() ThreadPlan {
 	p.LLM = capped("llm.threads", c.LLM.Threads)
 	p.LLMBatch = capped("llm.threads_batch", c.LLM.ThreadsBatch)
 	p.Whisper = capped("asr.whisper.threads", c.ASR.Whisper.Threads)
+	p.WhisperFinal = capped("asr.whisper.final_threads", c.ASR.Whisper.FinalThreads)
 	p.VAD = capped("vad.threads", c.VAD.Threads)
 	if p.LLM <= 0 {
 		p.LLM = half
@@ -75,6 +78,11 @@ func (c Config) Threads() ThreadPlan {
 	if p.Whisper <= 0 {
 		p.Whisper = half
 	}
+	if p.WhisperFinal <= 0 {
+		// The decode at the user's pause and the final: short bursts bound by compute,
+		// while the LLM waits for their words.
+		p.WhisperFinal = cores
+	}
 	if p.OpenMPWait == "" {
 		p.OpenMPWait = "default (spinning)"
 	}
@@ -83,7 +91,7 @@ func (c Config) Threads() ThreadPlan {
 
 // String is the plan on one line ('agent doctor', logs).
 func (p ThreadPlan) String() string {
-	s := fmt.Sprintf("%d cores: llm %d threads (prompts %d), whisper %d; OpenMP wait policy %s", p.Cores, p.LLM, p.LLMBatch, p.Whisper, p.OpenMPWait)
+	s := fmt.Sprintf("%d cores: llm %d threads (prompts %d), whisper %d (at the end of the turn %d); OpenMP wait policy %s", p.Cores, p.LLM, p.LLMBatch, p.Whisper, p.WhisperFinal, p.OpenMPWait)
 	if len(p.Capped) > 0 {
 		s += " (" + strings.Join(p.Capped, "; ") + ")"
 	}

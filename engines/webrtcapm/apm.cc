@@ -37,12 +37,20 @@ namespace {
 // a rebuild of the library that grows it.
 constexpr size_t kEchoCanceller3Room = 16384;
 
+// setIf sets *v to x when x is not zero (zero keeps the library's value).
+void setIf(float *v, float x) {
+	if (x != 0)
+		*v = x;
+}
+
 // TunedAec3Factory makes AEC3 as AudioProcessing would (CreateDefaultConfig is what it
-// starts from too), with the filter length and initial state changed where set.
+// starts from too), with the filter length, initial state and suppressor changed where
+// set.
 class TunedAec3Factory : public webrtc::EchoControlFactory {
 public:
-	TunedAec3Factory(int filter_blocks, int initial_state_ms, bool linear_output)
-	    : filter_blocks_(filter_blocks), initial_state_ms_(initial_state_ms), linear_output_(linear_output) {}
+	explicit TunedAec3Factory(const parley_apm_config &c)
+	    : filter_blocks_(c.aec3_filter_blocks), initial_state_ms_(c.aec3_initial_state_ms),
+	      linear_output_(c.aec3_linear_output != 0), c_(c) {}
 	std::unique_ptr<webrtc::EchoControl> Create(int sample_rate_hz, int num_render_channels,
 	                                            int num_capture_channels) override {
 		webrtc::EchoCanceller3Config cfg =
@@ -56,6 +64,14 @@ public:
 		// AEC3 keeps its linear output only when its own config says so; 1.3 does not
 		// pass AudioProcessing's flag on to a factory.
 		cfg.filter.export_linear_aec_output = linear_output_;
+		auto &s = cfg.suppressor;
+		setIf(&s.normal_tuning.max_inc_factor, c_.aec3_max_gain_rise);
+		setIf(&s.nearend_tuning.max_inc_factor, c_.aec3_max_gain_rise);
+		setIf(&s.normal_tuning.mask_lf.enr_transparent, c_.aec3_lf_transparent);
+		setIf(&s.normal_tuning.mask_lf.enr_suppress, c_.aec3_lf_suppress);
+		setIf(&s.normal_tuning.mask_hf.enr_transparent, c_.aec3_hf_transparent);
+		setIf(&s.normal_tuning.mask_hf.enr_suppress, c_.aec3_hf_suppress);
+		setIf(&cfg.ep_strength.default_len, c_.aec3_reverb_decay);
 		void *mem = ::operator new(kEchoCanceller3Room);
 		return std::unique_ptr<webrtc::EchoControl>(
 		    new (mem) webrtc::EchoCanceller3(cfg, sample_rate_hz, num_render_channels, num_capture_channels));
@@ -64,6 +80,7 @@ public:
 private:
 	int filter_blocks_, initial_state_ms_;
 	bool linear_output_;
+	parley_apm_config c_;
 };
 
 } // namespace
@@ -114,10 +131,11 @@ extern "C" parley_apm *parley_apm_new(const parley_apm_config *c, int *err) {
 	webrtc::AudioProcessingBuilder builder;
 	// The linear output needs the factory too: without export_linear_aec_output in
 	// AEC3's own config, 1.3 crashes when AudioProcessing asks for it.
-	if (c->echo == PARLEY_APM_ECHO_AEC3 &&
-	    (c->aec3_filter_blocks > 0 || c->aec3_initial_state_ms > 0 || c->aec3_linear_output))
-		builder.SetEchoControlFactory(std::make_unique<TunedAec3Factory>(
-		    c->aec3_filter_blocks, c->aec3_initial_state_ms, c->aec3_linear_output != 0));
+	bool tuned = c->aec3_filter_blocks > 0 || c->aec3_initial_state_ms > 0 || c->aec3_linear_output ||
+	             c->aec3_max_gain_rise != 0 || c->aec3_lf_transparent != 0 || c->aec3_lf_suppress != 0 ||
+	             c->aec3_hf_transparent != 0 || c->aec3_hf_suppress != 0 || c->aec3_reverb_decay != 0;
+	if (c->echo == PARLEY_APM_ECHO_AEC3 && tuned)
+		builder.SetEchoControlFactory(std::make_unique<TunedAec3Factory>(*c));
 	p->apm = builder.Create();
 	if (!p->apm) {
 		delete p;

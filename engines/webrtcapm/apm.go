@@ -104,6 +104,50 @@ type Config struct {
 	// microphone with the echo the filter models subtracted, before the suppressor. It
 	// keeps more echo but all of a voice that starts over it (16 kHz only).
 	LinearOutput bool
+	// Suppressor tunes AEC3's residual echo suppressor; its zero fields keep the
+	// library's values.
+	Suppressor Suppressor
+}
+
+// Suppressor is AEC3's residual echo suppressor's tuning (EchoCanceller3Config's
+// suppressor and ep_strength). In each band the suppressor weighs the echo it expects
+// against the near end's power: at an echo-to-near-end ratio below Transparent it
+// leaves the band whole, above Suppress it removes it, in between it attenuates.
+type Suppressor struct {
+	// MaxGainRise is the factor by which a band's gain may rise per 4 ms block (the
+	// library's 2): how fast the suppressor opens for a voice after suppressing echo.
+	MaxGainRise float64
+	// LowTransparent and LowSuppress are the ratios of the low bands (0.3 and 0.4),
+	// HighTransparent and HighSuppress those of the high bands (0.07 and 0.1).
+	LowTransparent, LowSuppress   float64
+	HighTransparent, HighSuppress float64
+	// ReverbDecay is the power decay per block AEC3 assumes for the echo tail its
+	// filter does not model (the library's 0.83), in (0, 1).
+	ReverbDecay float64
+}
+
+// zero reports whether s keeps every library value.
+func (s Suppressor) zero() bool { return s == Suppressor{} }
+
+// validate reports a setting of s the suppressor cannot use.
+func (s Suppressor) validate() error {
+	for _, v := range []float64{s.MaxGainRise, s.LowTransparent, s.LowSuppress, s.HighTransparent, s.HighSuppress, s.ReverbDecay} {
+		if !(v >= 0 && v <= 100) {
+			return fmt.Errorf("webrtcapm: suppressor setting %g: want 0..100 (0: the library's)", v)
+		}
+	}
+	if s.MaxGainRise != 0 && s.MaxGainRise < 1 {
+		return fmt.Errorf("webrtcapm: suppressor gain rise %g: want at least 1", s.MaxGainRise)
+	}
+	if s.ReverbDecay >= 1 {
+		return fmt.Errorf("webrtcapm: reverb decay %g per block: want less than 1", s.ReverbDecay)
+	}
+	for _, p := range [][2]float64{{s.LowTransparent, s.LowSuppress}, {s.HighTransparent, s.HighSuppress}} {
+		if p[0] != 0 && p[1] != 0 && p[0] > p[1] {
+			return fmt.Errorf("webrtcapm: suppressor ratios %g, %g: transparent must not exceed suppress", p[0], p[1])
+		}
+	}
+	return nil
 }
 
 // MaxEchoFilterLength bounds Config.EchoFilterLength: the filter's cost grows with its
@@ -161,8 +205,11 @@ func (c Config) validate() error {
 	if c.EchoInitialState < 0 || c.EchoInitialState > MaxEchoInitialState {
 		return fmt.Errorf("webrtcapm: echo initial state %v: want 0..%v", c.EchoInitialState, MaxEchoInitialState)
 	}
-	if (c.EchoFilterLength != 0 || c.EchoInitialState != 0) && c.Echo != EchoAEC3 {
-		return errors.New("webrtcapm: the echo filter length and initial state are AEC3's settings")
+	if (c.EchoFilterLength != 0 || c.EchoInitialState != 0 || !c.Suppressor.zero()) && c.Echo != EchoAEC3 {
+		return errors.New("webrtcapm: the echo filter length, initial state and suppressor are AEC3's settings")
+	}
+	if err := c.Suppressor.validate(); err != nil {
+		return err
 	}
 	if !(c.FixedGainDB >= 0 && c.FixedGainDB <= 90) {
 		return fmt.Errorf("webrtcapm: fixed gain %g dB: want 0..90", c.FixedGainDB)
@@ -205,6 +252,12 @@ func New(cfg Config) (*Processor, error) {
 		aec3_filter_blocks:       C.int((cfg.EchoFilterLength + aec3Block - 1) / aec3Block),
 		aec3_initial_state_ms:    C.int((cfg.EchoInitialState + time.Millisecond - 1) / time.Millisecond),
 		aec3_linear_output:       cbool(cfg.LinearOutput),
+		aec3_max_gain_rise:       C.float(cfg.Suppressor.MaxGainRise),
+		aec3_lf_transparent:      C.float(cfg.Suppressor.LowTransparent),
+		aec3_lf_suppress:         C.float(cfg.Suppressor.LowSuppress),
+		aec3_hf_transparent:      C.float(cfg.Suppressor.HighTransparent),
+		aec3_hf_suppress:         C.float(cfg.Suppressor.HighSuppress),
+		aec3_reverb_decay:        C.float(cfg.Suppressor.ReverbDecay),
 	}
 	switch cfg.Echo {
 	case EchoAEC3:

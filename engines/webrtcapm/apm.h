@@ -31,6 +31,13 @@ typedef struct {
 	int aec3_filter_blocks;     // AEC3's linear filter length in 4 ms blocks; 0: the library's 13
 	int aec3_initial_state_ms;  // AEC3's initial state; 0: the library's 2500
 	int aec3_linear_output;     // bool: keep AEC3's linear filter output (16 kHz only)
+	// AEC3's suppressor; 0 keeps the library's value of each.
+	float aec3_max_gain_rise;      // suppressor.{normal,nearend}_tuning.max_inc_factor (2)
+	float aec3_lf_transparent;     // suppressor.normal_tuning.mask_lf.enr_transparent (0.3)
+	float aec3_lf_suppress;        // suppressor.normal_tuning.mask_lf.enr_suppress (0.4)
+	float aec3_hf_transparent;     // suppressor.normal_tuning.mask_hf.enr_transparent (0.07)
+	float aec3_hf_suppress;        // suppressor.normal_tuning.mask_hf.enr_suppress (0.1)
+	float aec3_reverb_decay;       // ep_strength.default_len (0.83)
 } parley_apm_config;
 
 typedef struct {

@@ -58,6 +58,12 @@ func TestConfigErrors(t *testing.T) {
 		{Echo: webrtcapm.EchoOff, LinearOutput: true},
 		{Echo: webrtcapm.EchoMobile, LinearOutput: true},
 		{SampleRate: 48000, LinearOutput: true},
+		{Echo: webrtcapm.EchoOff, Suppressor: webrtcapm.Suppressor{MaxGainRise: 4}},
+		{Suppressor: webrtcapm.Suppressor{MaxGainRise: 0.5}},
+		{Suppressor: webrtcapm.Suppressor{LowTransparent: 2, LowSuppress: 1}},
+		{Suppressor: webrtcapm.Suppressor{HighTransparent: -1}},
+		{Suppressor: webrtcapm.Suppressor{ReverbDecay: 1}},
+		{Suppressor: webrtcapm.Suppressor{ReverbDecay: math.NaN()}},
 	} {
 		if p, err := webrtcapm.New(cfg); err == nil {
 			p.Close()
@@ -239,7 +245,7 @@ func TestCancelsEcho(t *testing.T) {
 }
 
 // TestTunedAEC3IsTheLibrarys: AEC3 made by our own factory with the library's filter
-// length and initial state given explicitly cancels sample for sample as the one
+// length, initial state and suppressor given explicitly cancels sample for sample as the one
 // AudioProcessing makes itself, so the factory builds the same canceller; other
 // settings change the output.
 func TestTunedAEC3IsTheLibrarys(t *testing.T) {
@@ -247,7 +253,8 @@ func TestTunedAEC3IsTheLibrarys(t *testing.T) {
 	far := speech(t, "jfk.wav", rate)
 	mic := laptop(t, far, rate)
 	builtIn := cancel(t, newProcessor(t, webrtcapm.Config{}), far, mic)
-	same := cancel(t, newProcessor(t, webrtcapm.Config{EchoFilterLength: 52 * time.Millisecond, EchoInitialState: 2500 * time.Millisecond}), far, mic)
+	library := webrtcapm.Suppressor{MaxGainRise: 2, LowTransparent: 0.3, LowSuppress: 0.4, HighTransparent: 0.07, HighSuppress: 0.1, ReverbDecay: 0.83}
+	same := cancel(t, newProcessor(t, webrtcapm.Config{EchoFilterLength: 52 * time.Millisecond, EchoInitialState: 2500 * time.Millisecond, Suppressor: library}), far, mic)
 	other := cancel(t, newProcessor(t, webrtcapm.Config{EchoFilterLength: 104 * time.Millisecond}), far, mic)
 	for i := range builtIn {
 		if builtIn[i] != same[i] {

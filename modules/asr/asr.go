@@ -102,6 +102,14 @@ type Engine interface {
 	Final(ctx context.Context) (Hypothesis, error)
 }
 
+// Hurried is an Engine that can spend more of the machine on the decodes the user
+// waits on: Hurry(true) comes before those (a decode at a pause that covers all of
+// the speech, a final), Hurry(false) before the others. Both come from the goroutine
+// that runs the engine's other calls.
+type Hurried interface {
+	Hurry(on bool)
+}
+
 // FinalDecoder is what the module needs from an Engine to decode the end of a turn on
 // the side: speculatively, before the turn has surely ended (Config.Speculative), and
 // over exactly the turn's audio, whatever the partial decodes were fed.

@@ -39,6 +39,8 @@ type job struct {
 	// job asks the Peeker first.
 	whole []float32
 	peek  bool
+	// waitedOn: the user waits on this decode (Hurried).
+	waitedOn bool
 }
 
 type jobResult struct {
@@ -58,6 +60,9 @@ const feedPiece = audio.PipelineRate / 10
 // runJob runs on the worker, which owns the engine until it posts the result.
 func runJob(ctx context.Context, eng Engine, fd FinalDecoder, pk Peeker, j job) (res jobResult) {
 	res.job = j
+	if h, ok := eng.(Hurried); ok {
+		h.Hurry(j.waitedOn || j.kind != jobPartial)
+	}
 	if p, ok := eng.(Positioned); ok {
 		p.StreamAt(j.origin)
 	}

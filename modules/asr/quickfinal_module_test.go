@@ -20,13 +20,22 @@ type quickScripted struct {
 
 func (e *quickScripted) QuickFinals() bool { return e.quick }
 
+// plainTurn is a turn of one second of speech, its segment ended without a pause first;
+// pausedTurn the same with the VAD's pause before the end.
+func plainTurn() []step {
+	return []step{{frames: 20}, {onset: true}, {frames: 50}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
+}
+
+func pausedTurn() []step {
+	return []step{{frames: 20}, {onset: true}, {frames: 50}, {pause: true}, {frames: 3}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
+}
+
 // TestModuleQuickFinals: with quick finals the final of a turn is the latest partial
 // once a partial decoded all of the speech (no FinalOf), at a pause a partial runs at
 // once whatever the hop, and without a covering partial, or with full finals, FinalOf
 // decodes the utterance.
 func TestModuleQuickFinals(t *testing.T) {
-	plain := []step{{frames: 20}, {onset: true}, {frames: 50}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
-	paused := []step{{frames: 20}, {onset: true}, {frames: 50}, {pause: true}, {frames: 3}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
+	plain, paused := plainTurn(), pausedTurn()
 	tests := []struct {
 		name    string
 		quick   bool
@@ -102,7 +111,7 @@ func TestModuleQuickFinalAtEndOfTurn(t *testing.T) {
 // IU, updated to each partial's end, committed with the utterance); the words of the
 // decode at the pause reach the pause. A streaming pass (a Peeker) sends none.
 func TestModuleSaysHowFarWordsReach(t *testing.T) {
-	steps := []step{{frames: 20}, {onset: true}, {frames: 50}, {pause: true}, {frames: 3}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
+	steps := pausedTurn()
 	cfg := scriptedConfig()
 	cfg.Hop = 300 * time.Millisecond
 	cfg.EmitUnstable = true
@@ -138,5 +147,56 @@ func TestModuleSaysHowFarWordsReach(t *testing.T) {
 		if _, ok := r.Up.IU.Payload.(asr.Decoded); ok {
 			t.Fatalf("a streaming pass sent %v", r.Up)
 		}
+	}
+}
+
+// hurriedScripted records when the module hurries it (asr.Hurried).
+type hurriedScripted struct {
+	quickScripted
+}
+
+func (e *hurriedScripted) Hurry(on bool) {
+	if on {
+		e.record("hurry")
+	} else {
+		e.record("calm")
+	}
+}
+
+var _ asr.Hurried = (*hurriedScripted)(nil)
+
+// TestModuleHurriesTheDecodesTheUserWaitsOn: the partials of a hop are calm; the
+// partial at the pause that covers all of the speech, and the final decode, hurried.
+func TestModuleHurriesTheDecodesTheUserWaitsOn(t *testing.T) {
+	plain, paused := plainTurn(), pausedTurn()
+	tests := []struct {
+		name  string
+		quick bool
+		hop   time.Duration
+		steps []step
+		// want is in the engine's calls, notWant not.
+		want, notWant string
+	}{
+		{name: "hop partials, then the final", hop: 100 * time.Millisecond, steps: plain, want: "calm,partial,hurry,finalof", notWant: "hurry,partial"},
+		{name: "the partial at the pause", quick: true, hop: time.Hour, steps: paused, want: "pause,hurry,start,partial"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := scriptedConfig()
+			cfg.Hop = tt.hop
+			cfg.EmitUnstable = true
+			cfg.SpeculateAtPause = true
+			e := &hurriedScripted{quickScripted{sideScripted: sideScripted{scripted: scripted{partials: []string{"go", "go forward", "go forward ten"}}, finals: []string{"go forward ten meters"}}, quick: tt.quick}}
+			if _, err := runDriver(t, cfg, e, markingDriver(tt.steps, true, e.record), true, nil); err != nil {
+				t.Fatal(err)
+			}
+			calls := strings.Join(e.calls(), ",")
+			if !strings.Contains(calls, tt.want) {
+				t.Errorf("engine calls %s: no %q", calls, tt.want)
+			}
+			if tt.notWant != "" && strings.Contains(calls, tt.notWant) {
+				t.Errorf("engine calls %s: %q", calls, tt.notWant)
+			}
+		})
 	}
 }

@@ -25,6 +25,26 @@ const (
 	InitialState = 500 * time.Millisecond
 )
 
+// DoubleTalk is the suppressor's tuning for double talk (audio.echo_double_talk). The
+// library's keeps a band suppressed until the near end is about 5 dB above the echo it
+// expects there, opens it by 3 dB per 4 ms block, and expects a room's tail to decay
+// slowly: a user who speaks over the agent as loud as its echo loses 300 ms or more of
+// their first word (the VAD then takes the barge-in for noise), and a word spoken just
+// after one of the agent's goes with its tail. This passes the near end once it is
+// about as loud as the expected echo, opens within a few blocks, and lets the tail's
+// estimate fall faster. The price: more echo in the first second, while the filter
+// converges, and at the quiet ends of phrases (TestERLE's convergence criterion then
+// fails on a window at −68 dBFS), which the tail gate (aec.TailGate) and the overlap
+// module's evidence must tell from a voice.
+func DoubleTalk() webrtcapm.Suppressor {
+	return webrtcapm.Suppressor{
+		MaxGainRise:    8,
+		LowTransparent: 1, LowSuppress: 1.5,
+		HighTransparent: 0.3, HighSuppress: 0.5,
+		ReverbDecay: 0.5,
+	}
+}
+
 // NewEngine makes the processor at aec.Rate (cfg.SampleRate must be 0 or aec.Rate).
 func NewEngine(cfg webrtcapm.Config) (Engine, error) {
 	if cfg.SampleRate != 0 && cfg.SampleRate != aec.Rate {

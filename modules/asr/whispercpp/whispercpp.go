@@ -30,7 +30,12 @@ type Engine struct {
 	// forced says the next decode makes exactly textTokens text tokens (ForceTextTokens).
 	forced     bool
 	textTokens int
+	// hurry: the next decodes are ones the user waits on (asr.Hurried).
+	hurry bool
 }
+
+// Hurry implements asr.Hurried: decodes the user waits on take FinalThreads.
+func (e *Engine) Hurry(on bool) { e.hurry = on }
 
 // ForceTextTokens makes the next decode produce exactly n text tokens, whatever the
 // model prefers: a model of whisper's shape with random weights then costs what a real
@@ -121,6 +126,9 @@ func (e *Engine) decode(ctx context.Context, p whisper.DecodeParams) (asr.Hypoth
 
 func (e *Engine) decodeOf(ctx context.Context, samples []float32, p whisper.DecodeParams) (asr.Hypothesis, error) {
 	p.Threads = e.cfg.Threads
+	if e.hurry && e.cfg.FinalThreads > 0 {
+		p.Threads = e.cfg.FinalThreads
+	}
 	p.Language = e.cfg.Language
 	p.InitialPrompt = e.cfg.Prompt
 	p.SingleSegment = true
