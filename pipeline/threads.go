@@ -79,9 +79,10 @@ func (c Config) Threads() ThreadPlan {
 		p.Whisper = half
 	}
 	if p.WhisperFinal <= 0 {
-		// The decode at the user's pause and the final: short bursts bound by compute,
-		// while the LLM waits for their words.
-		p.WhisperFinal = cores
+		// Every core for the decodes the user waits on measured no faster on 2 cores,
+		// and cost CPU (docs/PERFORMANCE.md, whisper): the LLM's prepared reply and
+		// the audio path still run beside them.
+		p.WhisperFinal = p.Whisper
 	}
 	if p.OpenMPWait == "" {
 		p.OpenMPWait = "default (spinning)"

@@ -249,18 +249,15 @@ func (l *lexicon) steadyWord(cur, prev, prev2 []ScoredWord) bool {
 		if l.backWords[w] || !lexical(w) {
 			continue
 		}
-		confident := 0
+		sure, inAll := 0, true
 		for _, dec := range [][]ScoredWord{cur, prev, prev2} {
 			c, ok := best(dec, w)
-			if !ok {
-				confident = -3
-				break
-			}
+			inAll = inAll && ok
 			if c >= l.ev.TurnWordConfidence {
-				confident++
+				sure++
 			}
 		}
-		if confident >= 2 {
+		if inAll && sure >= 2 {
 			return true
 		}
 	}

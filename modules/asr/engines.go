@@ -17,9 +17,8 @@ type WhisperConfig struct {
 	// Threads for decoding (min(4, CPUs) when zero).
 	Threads int `yaml:"threads"`
 	// FinalThreads for the decodes the user waits on: the one at a pause that covers all
-	// of the speech, and the final. They come in short bursts bound by compute while the
-	// LLM waits for their words, so when zero the agent gives them every core, as it
-	// gives the LLM's prompts (and the engine alone uses Threads).
+	// of the speech, and the final (Threads when zero). They come in short bursts bound
+	// by compute, so a machine with cores to spare may give them more.
 	FinalThreads int `yaml:"final_threads"`
 	// Language code, or "auto".
 	Language string `yaml:"language"`
