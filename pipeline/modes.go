@@ -67,8 +67,7 @@ func predictivePipeline(s *settings) {
 }
 
 // finalPassTrailing is the silence after the speech's padded end that pocketsphinx's
-// final pass decodes with it: libwhisper's merge gap less the pad, as the segment's end
-// once gave it.
+// final pass decodes with it.
 const finalPassTrailing = 170 * time.Millisecond
 
 // incrementalPipeline: incremental recognition and speech, but the LLM starts at the

@@ -77,9 +77,8 @@ type EvidenceConfig struct {
 	// it less than TurnWordConfidence): two such words interrupt; and a voice (not a
 	// hum) going on past MaxBackchannel interrupts once one such word is there (and, half
 	// as long again, once three decodes in a row hold a word anywhere, TurnWordConfidence
-	// confident in two). Three
-	// decodes in a row that end in the same interrupt word, this confident in each,
-	// interrupt too, whatever comes before it.
+	// confident in two). Three decodes in a row that end in the same interrupt word, this
+	// confident in each, interrupt too, whatever comes before it.
 	WordConfidence float32 `yaml:"word_confidence"`
 	// TurnWordConfidence is what a word of the final transcript of a sound that did not
 	// interrupt needs to count: a voice whose transcript holds two different such real

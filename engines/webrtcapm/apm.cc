@@ -48,22 +48,20 @@ void setIf(float *v, float x) {
 // set.
 class TunedAec3Factory : public webrtc::EchoControlFactory {
 public:
-	explicit TunedAec3Factory(const parley_apm_config &c)
-	    : filter_blocks_(c.aec3_filter_blocks), initial_state_ms_(c.aec3_initial_state_ms),
-	      linear_output_(c.aec3_linear_output != 0), c_(c) {}
+	explicit TunedAec3Factory(const parley_apm_config &c) : c_(c) {}
 	std::unique_ptr<webrtc::EchoControl> Create(int sample_rate_hz, int num_render_channels,
 	                                            int num_capture_channels) override {
 		webrtc::EchoCanceller3Config cfg =
 		    webrtc::EchoCanceller3::CreateDefaultConfig(num_render_channels, num_capture_channels);
-		if (filter_blocks_ > 0) {
-			cfg.filter.refined.length_blocks = filter_blocks_;
-			cfg.filter.coarse.length_blocks = filter_blocks_;
+		if (c_.aec3_filter_blocks > 0) {
+			cfg.filter.refined.length_blocks = c_.aec3_filter_blocks;
+			cfg.filter.coarse.length_blocks = c_.aec3_filter_blocks;
 		}
-		if (initial_state_ms_ > 0)
-			cfg.filter.initial_state_seconds = initial_state_ms_ / 1000.f;
+		if (c_.aec3_initial_state_ms > 0)
+			cfg.filter.initial_state_seconds = c_.aec3_initial_state_ms / 1000.f;
 		// AEC3 keeps its linear output only when its own config says so; 1.3 does not
 		// pass AudioProcessing's flag on to a factory.
-		cfg.filter.export_linear_aec_output = linear_output_;
+		cfg.filter.export_linear_aec_output = c_.aec3_linear_output != 0;
 		auto &s = cfg.suppressor;
 		setIf(&s.normal_tuning.max_inc_factor, c_.aec3_max_gain_rise);
 		setIf(&s.nearend_tuning.max_inc_factor, c_.aec3_max_gain_rise);
@@ -78,8 +76,6 @@ public:
 	}
 
 private:
-	int filter_blocks_, initial_state_ms_;
-	bool linear_output_;
 	parley_apm_config c_;
 };
 

@@ -126,6 +126,12 @@ type Suppressor struct {
 	ReverbDecay float64
 }
 
+// LibrarySuppressor is the library's own tuning, given explicitly: a Suppressor with
+// these values makes the same canceller as the zero one.
+func LibrarySuppressor() Suppressor {
+	return Suppressor{MaxGainRise: 2, LowTransparent: 0.3, LowSuppress: 0.4, HighTransparent: 0.07, HighSuppress: 0.1, ReverbDecay: 0.83}
+}
+
 // zero reports whether s keeps every library value.
 func (s Suppressor) zero() bool { return s == Suppressor{} }
 

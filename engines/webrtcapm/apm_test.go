@@ -253,8 +253,7 @@ func TestTunedAEC3IsTheLibrarys(t *testing.T) {
 	far := speech(t, "jfk.wav", rate)
 	mic := laptop(t, far, rate)
 	builtIn := cancel(t, newProcessor(t, webrtcapm.Config{}), far, mic)
-	library := webrtcapm.Suppressor{MaxGainRise: 2, LowTransparent: 0.3, LowSuppress: 0.4, HighTransparent: 0.07, HighSuppress: 0.1, ReverbDecay: 0.83}
-	same := cancel(t, newProcessor(t, webrtcapm.Config{EchoFilterLength: 52 * time.Millisecond, EchoInitialState: 2500 * time.Millisecond, Suppressor: library}), far, mic)
+	same := cancel(t, newProcessor(t, webrtcapm.Config{EchoFilterLength: 52 * time.Millisecond, EchoInitialState: 2500 * time.Millisecond, Suppressor: webrtcapm.LibrarySuppressor()}), far, mic)
 	other := cancel(t, newProcessor(t, webrtcapm.Config{EchoFilterLength: 104 * time.Millisecond}), far, mic)
 	for i := range builtIn {
 		if builtIn[i] != same[i] {

@@ -39,9 +39,13 @@ type job struct {
 	// job asks the Peeker first.
 	whole []float32
 	peek  bool
-	// waitedOn: the user waits on this decode (Hurried).
-	waitedOn bool
+	// atPause: a partial at the pause that decodes all of the speech.
+	atPause bool
 }
+
+// waitedOn reports whether the user waits on j's decode (Hurried): a final, or a
+// partial at the pause that will serve as one.
+func (j job) waitedOn() bool { return j.kind != jobPartial || j.atPause }
 
 type jobResult struct {
 	job
@@ -61,7 +65,7 @@ const feedPiece = audio.PipelineRate / 10
 func runJob(ctx context.Context, eng Engine, fd FinalDecoder, pk Peeker, j job) (res jobResult) {
 	res.job = j
 	if h, ok := eng.(Hurried); ok {
-		h.Hurry(j.waitedOn || j.kind != jobPartial)
+		h.Hurry(j.waitedOn())
 	}
 	if p, ok := eng.(Positioned); ok {
 		p.StreamAt(j.origin)

@@ -131,7 +131,7 @@ func (r *runner) schedule(ctx context.Context) (took bool, err error) {
 	case r.feedEnd(u)-u.fed >= r.hop, partialAtPause(r.quick, u.paused, u.fed, r.feedEnd(u), u.segEnd):
 		to := r.feedEnd(u)
 		j.kind, j.start, j.feed, j.from = jobPartial, !u.started, u.span(u.fed, to), u.fed
-		j.waitedOn = partialAtPause(r.quick, u.paused, u.fed, to, u.segEnd)
+		j.atPause = partialAtPause(r.quick, u.paused, u.fed, to, u.segEnd)
 		u.fed, u.started = to, true
 	default:
 		return false, nil

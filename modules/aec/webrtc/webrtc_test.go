@@ -287,10 +287,6 @@ func TestTailGate(t *testing.T) {
 	}
 }
 
-// librarySuppressor is AEC3's own suppressor tuning, given explicitly (zero would be
-// DoubleTalk).
-var librarySuppressor = webrtcapm.Suppressor{MaxGainRise: 2, LowTransparent: 0.3, LowSuppress: 0.4, HighTransparent: 0.07, HighSuppress: 0.1, ReverbDecay: 0.83}
-
 // TestDoubleTalkOnset: a user who starts speaking over the agent, as loud as its echo,
 // keeps more of their first 300 ms with DoubleTalk than with the library's suppressor,
 // which is what lets the VAD hear a barge-in's first word.
@@ -313,7 +309,7 @@ func TestDoubleTalkOnset(t *testing.T) {
 		}
 		return 10 * math.Log10(out/mic)
 	}
-	library, tuned := onset(librarySuppressor), onset(DoubleTalk())
+	library, tuned := onset(webrtcapm.LibrarySuppressor()), onset(DoubleTalk())
 	t.Logf("the first 300 ms of double talk, output against microphone: %.1f dB with the library's suppressor, %.1f dB with DoubleTalk", library, tuned)
 	if tuned < library+6 {
 		t.Errorf("DoubleTalk keeps %.1f dB of the voice's onset, the library's suppressor %.1f dB: want 6 dB more", tuned, library)
