@@ -67,8 +67,9 @@ func predictivePipeline(s *settings) {
 }
 
 // finalPassTrailing is the silence after the speech's padded end that pocketsphinx's
-// final pass decodes with it.
-const finalPassTrailing = 170 * time.Millisecond
+// final pass decodes with it: 170 ms after Silero's end, which vad.end_trim moves 50 ms
+// earlier in the demo's first question; 170 ms after that flips it to "what time as".
+const finalPassTrailing = 220 * time.Millisecond
 
 // incrementalPipeline: incremental recognition and speech, but the LLM starts at the
 // end of the user's turn, which a fixed silence decides.

@@ -10,6 +10,9 @@ package vad
 //     neither start nor cancel it (hysteresis);
 //   - the speech ends at that position once MinSilence has passed since it, and is kept
 //     only if it lasted more than MinSpeech;
+//   - with EndTrim (not libwhisper's), an end is dated where the audio's level fell,
+//     up to EndTrim before the window where the probability did (levelTrack): MinSilence,
+//     the merge gap and the padding count from there;
 //   - kept segments closer than MergeGap are merged;
 //   - every segment is padded by SpeechPad on both sides.
 //
@@ -32,6 +35,9 @@ type detector struct {
 	start      int64 // its first window
 	hasTempEnd bool
 	tempEnd    int64 // start of the silence that may end it
+	voiceEnd   int64 // where the voice stopped before tempEnd (tempEnd without EndTrim)
+	// levels follows the audio's level when EndTrim is on (nil otherwise).
+	levels *levelTrack
 	// tentative: a tentative evPause of the open segment is out, for the speech ending
 	// at tentativeEnd (its tempEnd then).
 	tentative    bool
@@ -50,6 +56,8 @@ type detectorParams struct {
 	pad, mergeGap           int64
 	// pauseAfter, when above zero and below minSilence, reports tentative pauses.
 	pauseAfter int64
+	// endTrim, when above zero, dates ends by the audio's level (Config.EndTrim).
+	endTrim int64
 }
 
 type openSegment struct {
@@ -133,7 +141,19 @@ func newDetector(p detectorParams, window, base int64) *detector {
 		// much silence); the floor keeps an ended segment open until then.
 		p.mergeGap = p.minSilence
 	}
-	return &detector{p: p, window: window, base: base, next: base, limit: base}
+	d := &detector{p: p, window: window, base: base, next: base, limit: base}
+	if p.endTrim > 0 {
+		d.levels = newLevelTrack(base)
+	}
+	return d
+}
+
+// Hear takes the samples that the next probabilities score, before them: with EndTrim,
+// their level dates the ends. Without it, or without a call, ends are Silero's.
+func (d *detector) Hear(samples []float32) {
+	if d.levels != nil {
+		d.levels.hear(samples)
+	}
 }
 
 // Push processes the probability of the next window, which holds real samples up to
@@ -166,17 +186,21 @@ func (d *detector) Push(prob float32, realEnd int64) []event {
 	case prob < p.negThreshold && d.inSpeech:
 		if !d.hasTempEnd {
 			d.hasTempEnd = true
-			d.tempEnd = s
+			d.tempEnd, d.voiceEnd = s, s
+			if d.levels != nil {
+				d.voiceEnd = d.levels.voiceEnd(s, p.endTrim, d.start+d.window)
+			}
 		}
-		if s-d.tempEnd >= p.minSilence {
+		if s-d.voiceEnd >= p.minSilence {
+			// Whether it was long enough is Silero's to say, as in libwhisper.
 			kept := d.tempEnd-d.start > p.minSpeech
-			evs = d.speechEnded(kept, d.tempEnd, evs)
-		} else if p.pauseAfter > 0 && !d.tentative && s-d.tempEnd >= p.pauseAfter && d.continuesOpen() {
+			evs = d.speechEnded(kept, d.voiceEnd, evs)
+		} else if p.pauseAfter > 0 && !d.tentative && s-d.voiceEnd >= p.pauseAfter && d.continuesOpen() {
 			// Not sure yet, but the speech may have ended: listeners that get ready for
 			// the end (a reply prepared ahead) may start now.
-			d.tentative, d.tentativeEnd = true, d.tempEnd
+			d.tentative, d.tentativeEnd = true, d.voiceEnd
 			evs = append(evs, event{Kind: evPause, Start: max(d.open.start-p.pad, d.base),
-				End: min(d.tempEnd+p.pad, d.limit), RawStart: d.open.start, At: d.next, Tentative: true})
+				End: min(d.voiceEnd+p.pad, d.limit), RawStart: d.open.start, At: d.next, Tentative: true})
 		}
 	}
 	evs = d.confirm(evs)

@@ -54,9 +54,17 @@ type Config struct {
 	// pauses withdrawn more often. 0 (or MinSilence or more) reports pauses at
 	// MinSilence only.
 	PauseAfter time.Duration `yaml:"pause_after"`
+	// EndTrim dates a speech end by the audio's level, up to this long before the
+	// window where Silero's probability fell: Silero stays sure of speech for 60–130 ms
+	// after the voice stops, and every wait for the end of a turn (MinSilence, MergeGap,
+	// the holds) would otherwise start that late. The voice has stopped where the level
+	// has fallen 25 dB below its peak of the last second; where it does not fall that far
+	// (a noisy room), the end stays Silero's. 0 keeps libwhisper's segments exactly.
+	EndTrim time.Duration `yaml:"end_trim"`
 }
 
-// DefaultConfig returns libwhisper's segmentation defaults and a 700 ms end of turn.
+// DefaultConfig returns libwhisper's segmentation defaults, ends dated by the audio's
+// level, and a 700 ms end of turn.
 // Model is empty: callers point it at their model directory.
 func DefaultConfig() Config {
 	return Config{
@@ -67,6 +75,7 @@ func DefaultConfig() Config {
 		SpeechPad:  30 * time.Millisecond,
 		MergeGap:   200 * time.Millisecond,
 		EndOfTurn:  700 * time.Millisecond,
+		EndTrim:    96 * time.Millisecond,
 	}
 }
 
@@ -80,13 +89,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("vad: neg_threshold %g is not in [0, threshold]", c.NegThreshold)
 	case c.Threads < 0:
 		return fmt.Errorf("vad: threads %d must not be negative (0: one)", c.Threads)
-	case c.MinSpeech < 0, c.MinSilence < 0, c.SpeechPad < 0, c.MergeGap < 0, c.PauseAfter < 0:
+	case c.MinSpeech < 0, c.MinSilence < 0, c.SpeechPad < 0, c.MergeGap < 0, c.PauseAfter < 0, c.EndTrim < 0:
 		return errors.New("vad: durations must not be negative")
+	case c.EndTrim > maxEndTrim:
+		return fmt.Errorf("vad: end_trim %v is more than %v: Silero is never that late, and a word's quiet end would be cut", c.EndTrim, maxEndTrim)
 	case c.EndOfTurn <= 0:
 		return fmt.Errorf("vad: end_of_turn %v must be positive", c.EndOfTurn)
 	}
 	return nil
 }
+
+// maxEndTrim bounds EndTrim: Silero's lag is a few windows.
+const maxEndTrim = 320 * time.Millisecond
 
 func (c Config) params() detectorParams {
 	neg := c.NegThreshold
@@ -99,6 +113,7 @@ func (c Config) params() detectorParams {
 		minSpeech: n(c.MinSpeech), minSilence: n(c.MinSilence),
 		pad: n(c.SpeechPad), mergeGap: n(c.MergeGap),
 		pauseAfter: n(c.PauseAfter),
+		endTrim:    n(c.EndTrim),
 	}
 }
 
@@ -415,6 +430,7 @@ func (r *runner) frame(ctx context.Context, id iu.ID, f audio.Frame) error {
 }
 
 func (r *runner) score(ctx context.Context, samples []float32) error {
+	r.det.Hear(samples)
 	probs, err := r.m.scorer.Probs(samples)
 	if err != nil {
 		return fmt.Errorf("vad: %w", err)

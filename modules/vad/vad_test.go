@@ -26,12 +26,14 @@ func TestConfig(t *testing.T) {
 		t.Errorf("HeardSilence(%v) = %v, want 706ms", good.EndOfTurn, got)
 	}
 	for name, mod := range map[string]func(*Config){
-		"zero threshold":      func(c *Config) { c.Threshold = 0 },
-		"threshold above one": func(c *Config) { c.Threshold = 1.5 },
-		"neg above threshold": func(c *Config) { c.NegThreshold = 0.9 },
-		"negative min speech": func(c *Config) { c.MinSpeech = -1 },
-		"negative pad":        func(c *Config) { c.SpeechPad = -time.Millisecond },
-		"no end of turn":      func(c *Config) { c.EndOfTurn = 0 },
+		"zero threshold":       func(c *Config) { c.Threshold = 0 },
+		"threshold above one":  func(c *Config) { c.Threshold = 1.5 },
+		"neg above threshold":  func(c *Config) { c.NegThreshold = 0.9 },
+		"negative min speech":  func(c *Config) { c.MinSpeech = -1 },
+		"negative pad":         func(c *Config) { c.SpeechPad = -time.Millisecond },
+		"no end of turn":       func(c *Config) { c.EndOfTurn = 0 },
+		"negative end trim":    func(c *Config) { c.EndTrim = -time.Millisecond },
+		"end trim of a second": func(c *Config) { c.EndTrim = time.Second },
 	} {
 		c := DefaultConfig()
 		mod(&c)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -276,6 +277,65 @@ func vadTool(t *testing.T, path string) []whisper.Span {
 	return segs
 }
 
+// libwhisperConfig is the default configuration with ends dated as libwhisper dates
+// them, by the probability alone.
+func libwhisperConfig() vad.Config {
+	cfg := vad.DefaultConfig()
+	cfg.EndTrim = 0
+	return cfg
+}
+
+// TestEndTrim: dated by the audio's level, jfk.wav's segments end where the voice does,
+// before Silero's probability falls, and never more than end_trim before it.
+func TestEndTrim(t *testing.T) {
+	path := testenv.SharedFile(t, "audio/jfk.wav")
+	silero := spans(runVAD(t, path, libwhisperConfig(), time.Second).segments)
+	trimmed := spans(runVAD(t, path, vad.DefaultConfig(), time.Second).segments)
+	f, err := audio.DecodeWAVFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err = audio.ToPipeline(f); err != nil {
+		t.Fatal(err)
+	}
+	level := func(from, to float64) float64 { // dBFS of the audio between two times
+		a, b := int(from*audio.PipelineRate), int(to*audio.PipelineRate)
+		var sum float64
+		for _, v := range f.Samples[a:b] {
+			sum += float64(v) * float64(v)
+		}
+		return 10 * math.Log10(sum/float64(b-a)+1e-12)
+	}
+	trim := vad.DefaultConfig().EndTrim.Seconds()
+	pad := vad.DefaultConfig().SpeechPad.Seconds()
+	var earlier float64
+	for _, seg := range trimmed {
+		i := slices.IndexFunc(silero, func(s whisper.Span) bool { return s.Start <= seg.End && seg.End <= s.End+0.001 })
+		if i < 0 {
+			t.Fatalf("segment %v ends outside Silero's %v", seg, silero)
+		}
+		if d := silero[i].End - seg.End; d <= trim+0.001 {
+			earlier += d
+		} else if !slices.ContainsFunc(trimmed, func(s whisper.Span) bool { return s.Start > seg.End && s.Start < silero[i].End }) {
+			// Otherwise a pause Silero bridged splits it: the rest must follow.
+			t.Errorf("segment %v ends %.0f ms before Silero's %v, more than end_trim", seg, d*1000, silero[i])
+		}
+		// The voice has stopped there: the 30 ms after the end are far quieter than the
+		// segment's loudest 100 ms.
+		peak := math.Inf(-1)
+		for at := seg.Start; at+0.1 <= seg.End; at += 0.01 {
+			peak = max(peak, level(at, at+0.1))
+		}
+		if end := seg.End - pad; level(end, end+0.03) > peak-20 {
+			t.Errorf("segment %v ends before the voice does: %.1f dB after it, %.1f at the loudest", seg, level(end, end+0.03), peak)
+		}
+	}
+	t.Logf("Silero %v, by level %v: %.0f ms earlier in all", silero, trimmed, earlier*1000)
+	if earlier < 0.1 {
+		t.Errorf("ends by level %v, Silero's %v: less than 100 ms earlier in all", trimmed, silero)
+	}
+}
+
 // TestJFKSegments is the acceptance test: the streaming VAD, fed frame by frame
 // by the source module, finds the four segments whisper.cpp finds in jfk.wav, and so
 // does whisper.cpp's own tool.
@@ -283,7 +343,7 @@ func TestJFKSegments(t *testing.T) {
 	path := testenv.SharedFile(t, "audio/jfk.wav")
 	want := []whisper.Span{{Start: 0.32, End: 2.27}, {Start: 3.27, End: 4.41}, {Start: 5.38, End: 7.68}, {Start: 8.16, End: 10.62}}
 
-	res := runVAD(t, path, vad.DefaultConfig(), time.Second)
+	res := runVAD(t, path, libwhisperConfig(), time.Second)
 	if got := spans(res.segments); !sameSpans(got, want, 0.1) {
 		t.Fatalf("streaming VAD segments %v, want %v (±100 ms)", got, want)
 	}
@@ -393,7 +453,8 @@ func TestMatchesLibwhisper(t *testing.T) {
 	defer v.Close()
 	strict := vad.DefaultConfig()
 	strict.Threshold, strict.MinSpeech, strict.MinSilence, strict.SpeechPad = 0.6, 400*time.Millisecond, 300*time.Millisecond, 100*time.Millisecond
-	for _, cfg := range []vad.Config{vad.DefaultConfig(), strict} {
+	strict.EndTrim = 0
+	for _, cfg := range []vad.Config{libwhisperConfig(), strict} {
 		for _, path := range paths {
 			f, err := audio.DecodeWAVFile(path)
 			if err != nil {
@@ -432,7 +493,7 @@ func TestMatchesLibwhisper(t *testing.T) {
 func TestOverlap(t *testing.T) {
 	path := testenv.SharedFile(t, "audio/jfk.wav")
 	// The agent speaks from 0 to 1 s, over the user's first onset at 0.32 s.
-	res := runVAD(t, path, vad.DefaultConfig(), time.Second, speaker(0, time.Second))
+	res := runVAD(t, path, libwhisperConfig(), time.Second, speaker(0, time.Second))
 	want := []bool{true, false, false, false}
 	if len(res.adds) != len(want) {
 		t.Fatalf("%d segments", len(res.adds))
@@ -443,7 +504,7 @@ func TestOverlap(t *testing.T) {
 		}
 	}
 	// Audible only after the onset but before it was confirmed still counts.
-	res = runVAD(t, path, vad.DefaultConfig(), time.Second, speaker(3400*time.Millisecond, 3500*time.Millisecond))
+	res = runVAD(t, path, libwhisperConfig(), time.Second, speaker(3400*time.Millisecond, 3500*time.Millisecond))
 	for i, a := range res.adds {
 		if got := a.up.IU.Payload.(vad.Segment).Overlap; got != (i == 1) {
 			t.Errorf("agent audible 3.4–3.5 s: segment %d overlap %v", i, got)
@@ -529,7 +590,7 @@ func TestStreamGaps(t *testing.T) {
 			clk := clock.NewVirtual(virtualStart)
 			defer clk.Close()
 			net := iu.NewNetwork(iu.WithClock(clk))
-			cfg := vad.DefaultConfig()
+			cfg := libwhisperConfig()
 			cfg.Model = modelPath(t)
 			v := openVAD(t, cfg)
 			var got []received
