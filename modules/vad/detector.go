@@ -10,9 +10,9 @@ package vad
 //     neither start nor cancel it (hysteresis);
 //   - the speech ends at that position once MinSilence has passed since it, and is kept
 //     only if it lasted more than MinSpeech;
-//   - with EndTrim (not libwhisper's), an end is dated where the audio's level fell,
-//     up to EndTrim before the window where the probability did (levelTrack): MinSilence,
-//     the merge gap and the padding count from there;
+//   - with EndTrim (not libwhisper's), an end, once decided, is dated where the audio's
+//     level fell, up to EndTrim before the window where the probability did
+//     (levelTrack): the merge gap and the padding count from there;
 //   - kept segments closer than MergeGap are merged;
 //   - every segment is padded by SpeechPad on both sides.
 //
@@ -191,11 +191,13 @@ func (d *detector) Push(prob float32, realEnd int64) []event {
 				d.voiceEnd = d.levels.voiceEnd(s, p.endTrim, d.start+d.window)
 			}
 		}
-		if s-d.voiceEnd >= p.minSilence {
-			// Whether it was long enough is Silero's to say, as in libwhisper.
+		// Whether the speech ended, and was long enough, is Silero's to say, as in
+		// libwhisper: the level also falls in a word's stop consonant, which Silero
+		// hears through. Only where it ended is the level's.
+		if s-d.tempEnd >= p.minSilence {
 			kept := d.tempEnd-d.start > p.minSpeech
 			evs = d.speechEnded(kept, d.voiceEnd, evs)
-		} else if p.pauseAfter > 0 && !d.tentative && s-d.voiceEnd >= p.pauseAfter && d.continuesOpen() {
+		} else if p.pauseAfter > 0 && !d.tentative && s-d.tempEnd >= p.pauseAfter && d.continuesOpen() {
 			// Not sure yet, but the speech may have ended: listeners that get ready for
 			// the end (a reply prepared ahead) may start now.
 			d.tentative, d.tentativeEnd = true, d.voiceEnd

@@ -56,10 +56,12 @@ type Config struct {
 	PauseAfter time.Duration `yaml:"pause_after"`
 	// EndTrim dates a speech end by the audio's level, up to this long before the
 	// window where Silero's probability fell: Silero stays sure of speech for 60–130 ms
-	// after the voice stops, and every wait for the end of a turn (MinSilence, MergeGap,
-	// the holds) would otherwise start that late. The voice has stopped where the level
-	// has fallen 25 dB below its peak of the last second; where it does not fall that far
-	// (a noisy room), the end stays Silero's. 0 keeps libwhisper's segments exactly.
+	// after the voice stops, and the waits for the end of a turn that count from the end
+	// (MergeGap, the holds) would otherwise start that late. The voice has stopped where
+	// the level has fallen 25 dB below its peak of the last second; where it does not
+	// fall that far (a noisy room), the end stays Silero's. Whether the speech ended is
+	// still Silero's to say (MinSilence counts from its fall): the level falls in a
+	// word's stop consonants too. 0 keeps libwhisper's segments exactly.
 	EndTrim time.Duration `yaml:"end_trim"`
 }
 
@@ -269,10 +271,11 @@ type Module struct {
 func (m *Module) MaxLag() time.Duration { return time.Duration(m.maxLag.Load()) }
 
 // HeardSilence returns the silence after a segment's padded end at which the VAD has
-// heard at least d of it. A segment's speech ends where a scored window begins, and
+// heard at least d of it. Silero's speech ends where a scored window begins, and
 // silence is heard a whole window at a time from there, so d is rounded up to the end
 // of the window that completes it: a turn-end policy that waits for the VAD's
-// end_of_turn waits this long.
+// end_of_turn waits this long. An end dated by the level (EndTrim) lies between
+// windows: the wait then ends at the end of a window up to one later.
 func (m *Module) HeardSilence(d time.Duration) time.Duration {
 	n := func(d time.Duration) int64 { return audio.DurationToSamples(d, audio.PipelineRate) }
 	w := int64(m.scorer.WindowSize())
