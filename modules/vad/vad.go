@@ -19,7 +19,8 @@ import (
 )
 
 // Config configures the VAD module. The segmentation defaults are libwhisper's
-// (whisper_vad_default_params), so that `agent vad` and whisper.cpp's own tools agree.
+// (whisper_vad_default_params), so that `agent vad -end-trim 0` and whisper.cpp's own
+// tools agree; EndTrim, which dates ends by the level, is not libwhisper's.
 type Config struct {
 	// Model is the Silero VAD model in whisper.cpp's ggml format: a file, or a name from
 	// 'agent models list' (silero-vad).
