@@ -19,8 +19,8 @@ package vad
 // Because the batch rules look ahead (a short blip is only known to be noise once it has
 // ended; two segments merge only if the gap stays short), the streaming detector confirms
 // events after the fact: an onset once the speech has lasted more than MinSpeech, an end
-// once MergeGap (at least MinSilence) has passed without new speech. The segments it
-// reports are exactly the batch segments; only when they are reported differs.
+// once MergeGap (at least MinSilence) has passed without new speech. Without EndTrim the
+// segments it reports are exactly the batch segments; only when they are reported differs.
 //
 // All positions are sample indices in the stream. A detector is owned by one goroutine.
 type detector struct {
