@@ -62,14 +62,15 @@ func predictivePipeline(s *settings) {
 	s.asr.EarlyFinal = true
 	s.asr.EmitUnstable = true
 	s.asr.SpeculateAtPause = true
-	s.asr.Trailing = min(s.asr.Trailing, finalPassTrailing)
+	// An end dated by the level (vad.end_trim) lies up to that much earlier: the final
+	// pass decodes as far after the voice.
+	s.asr.Trailing = min(s.asr.Trailing, finalPassTrailing+s.VAD.EndTrim)
 	s.asr.PeekTrailing = min(s.asr.Trailing, max(s.VAD.MinSilence-s.VAD.SpeechPad, 0))
 }
 
 // finalPassTrailing is the silence after the speech's padded end that pocketsphinx's
-// final pass decodes with it: 170 ms after Silero's end, which vad.end_trim moves 50 ms
-// earlier in the demo's first question; 170 ms after that flips it to "what time as".
-const finalPassTrailing = 220 * time.Millisecond
+// final pass decodes with it.
+const finalPassTrailing = 170 * time.Millisecond
 
 // incrementalPipeline: incremental recognition and speech, but the LLM starts at the
 // end of the user's turn, which a fixed silence decides.

@@ -73,7 +73,7 @@ func (h *hearingFlags) registerVAD(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SpeechPad, "pad", c.SpeechPad, "padding added before and after each segment")
 	fs.DurationVar(&c.MergeGap, "merge-gap", c.MergeGap, "segments closer than this are merged")
 	fs.DurationVar(&c.EndOfTurn, "eot", c.EndOfTurn, "silence after speech that ends the user's turn")
-	fs.DurationVar(&c.EndTrim, "end-trim", c.EndTrim, "date ends where the level fell, up to this long before Silero's (0: libwhisper's segments, as whisper-vad-speech-segments finds them)")
+	fs.DurationVar(&c.EndTrim, "end-trim", c.EndTrim, "date ends where the level fell, up to this long before Silero's (0: libwhisper's segments, as whisper-vad-speech-segments finds them; vad.end_trim)")
 }
 
 func (h *hearingFlags) validate(withASR bool) error {

@@ -20,8 +20,7 @@ func vadCommand() command {
 
 // runVAD plays a file through the same streaming VAD module the agent uses and prints
 // each committed segment as "START END" in seconds, one per line, so that thresholds
-// can be tuned on recordings (and compared with whisper-vad-speech-segments, with
-// -end-trim 0).
+// can be tuned on recordings (and compared with whisper-vad-speech-segments).
 func runVAD(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "vad", "FILE.wav")
 	var hf hearingFlags

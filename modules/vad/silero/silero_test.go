@@ -277,11 +277,17 @@ func vadTool(t *testing.T, path string) []whisper.Span {
 	return segs
 }
 
-// libwhisperConfig is the default configuration with ends dated as libwhisper dates
-// them, by the probability alone.
+// libwhisperConfig is the default configuration, whose ends are dated as libwhisper
+// dates them, by the probability alone; trimmedConfig dates them by the level.
 func libwhisperConfig() vad.Config {
 	cfg := vad.DefaultConfig()
 	cfg.EndTrim = 0
+	return cfg
+}
+
+func trimmedConfig() vad.Config {
+	cfg := vad.DefaultConfig()
+	cfg.EndTrim = 96 * time.Millisecond
 	return cfg
 }
 
@@ -290,7 +296,7 @@ func libwhisperConfig() vad.Config {
 func TestEndTrim(t *testing.T) {
 	path := testenv.SharedFile(t, "audio/jfk.wav")
 	silero := spans(runVAD(t, path, libwhisperConfig(), time.Second).segments)
-	trimmed := spans(runVAD(t, path, vad.DefaultConfig(), time.Second).segments)
+	trimmed := spans(runVAD(t, path, trimmedConfig(), time.Second).segments)
 	f, err := audio.DecodeWAVFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -306,8 +312,8 @@ func TestEndTrim(t *testing.T) {
 		}
 		return 10 * math.Log10(sum/float64(b-a)+1e-12)
 	}
-	trim := vad.DefaultConfig().EndTrim.Seconds()
-	pad := vad.DefaultConfig().SpeechPad.Seconds()
+	trim := trimmedConfig().EndTrim.Seconds()
+	pad := trimmedConfig().SpeechPad.Seconds()
 	var earlier float64
 	for _, seg := range trimmed {
 		i := slices.IndexFunc(silero, func(s whisper.Span) bool { return s.Start <= seg.End && seg.End <= s.End+0.001 })
