@@ -1,6 +1,10 @@
 package vad
 
-import "math"
+import (
+	"math"
+
+	"github.com/parley-voice/parley/audio"
+)
 
 // levelTrack keeps the level of the recent audio in short frames, so that the detector
 // can date a speech end by the voice rather than by Silero. Silero's probability stays
@@ -35,12 +39,8 @@ func (l *levelTrack) hear(samples []float32) {
 		if len(l.partial) < levelFrame {
 			return
 		}
-		var sum float64
-		for _, v := range l.partial {
-			sum += float64(v) * float64(v)
-		}
+		l.db = append(l.db, float32(audio.DBFS(audio.RMS(l.partial))))
 		l.partial = l.partial[:0]
-		l.db = append(l.db, float32(10*math.Log10(sum/levelFrame+1e-12)))
 		if drop := len(l.db) - levelKeep; drop > 0 {
 			l.db = append(l.db[:0], l.db[drop:]...)
 			l.start += int64(drop) * levelFrame

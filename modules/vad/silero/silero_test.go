@@ -277,14 +277,8 @@ func vadTool(t *testing.T, path string) []whisper.Span {
 	return segs
 }
 
-// libwhisperConfig is the default configuration, whose ends are dated as libwhisper
-// dates them, by the probability alone; trimmedConfig dates them by the level.
-func libwhisperConfig() vad.Config {
-	cfg := vad.DefaultConfig()
-	cfg.EndTrim = 0
-	return cfg
-}
-
+// trimmedConfig is the default configuration with ends dated by the level (the
+// default's are libwhisper's, by the probability alone).
 func trimmedConfig() vad.Config {
 	cfg := vad.DefaultConfig()
 	cfg.EndTrim = 96 * time.Millisecond
@@ -295,7 +289,7 @@ func trimmedConfig() vad.Config {
 // before Silero's probability falls, and never more than end_trim before it.
 func TestEndTrim(t *testing.T) {
 	path := testenv.SharedFile(t, "audio/jfk.wav")
-	silero := spans(runVAD(t, path, libwhisperConfig(), time.Second).segments)
+	silero := spans(runVAD(t, path, vad.DefaultConfig(), time.Second).segments)
 	trimmed := spans(runVAD(t, path, trimmedConfig(), time.Second).segments)
 	f, err := audio.DecodeWAVFile(path)
 	if err != nil {
@@ -305,12 +299,7 @@ func TestEndTrim(t *testing.T) {
 		t.Fatal(err)
 	}
 	level := func(from, to float64) float64 { // dBFS of the audio between two times
-		a, b := int(from*audio.PipelineRate), int(to*audio.PipelineRate)
-		var sum float64
-		for _, v := range f.Samples[a:b] {
-			sum += float64(v) * float64(v)
-		}
-		return 10 * math.Log10(sum/float64(b-a)+1e-12)
+		return audio.DBFS(audio.RMS(f.Samples[int(from*audio.PipelineRate):int(to*audio.PipelineRate)]))
 	}
 	trim := trimmedConfig().EndTrim.Seconds()
 	pad := trimmedConfig().SpeechPad.Seconds()
@@ -349,7 +338,7 @@ func TestJFKSegments(t *testing.T) {
 	path := testenv.SharedFile(t, "audio/jfk.wav")
 	want := []whisper.Span{{Start: 0.32, End: 2.27}, {Start: 3.27, End: 4.41}, {Start: 5.38, End: 7.68}, {Start: 8.16, End: 10.62}}
 
-	res := runVAD(t, path, libwhisperConfig(), time.Second)
+	res := runVAD(t, path, vad.DefaultConfig(), time.Second)
 	if got := spans(res.segments); !sameSpans(got, want, 0.1) {
 		t.Fatalf("streaming VAD segments %v, want %v (±100 ms)", got, want)
 	}
@@ -459,8 +448,7 @@ func TestMatchesLibwhisper(t *testing.T) {
 	defer v.Close()
 	strict := vad.DefaultConfig()
 	strict.Threshold, strict.MinSpeech, strict.MinSilence, strict.SpeechPad = 0.6, 400*time.Millisecond, 300*time.Millisecond, 100*time.Millisecond
-	strict.EndTrim = 0
-	for _, cfg := range []vad.Config{libwhisperConfig(), strict} {
+	for _, cfg := range []vad.Config{vad.DefaultConfig(), strict} {
 		for _, path := range paths {
 			f, err := audio.DecodeWAVFile(path)
 			if err != nil {
@@ -499,7 +487,7 @@ func TestMatchesLibwhisper(t *testing.T) {
 func TestOverlap(t *testing.T) {
 	path := testenv.SharedFile(t, "audio/jfk.wav")
 	// The agent speaks from 0 to 1 s, over the user's first onset at 0.32 s.
-	res := runVAD(t, path, libwhisperConfig(), time.Second, speaker(0, time.Second))
+	res := runVAD(t, path, vad.DefaultConfig(), time.Second, speaker(0, time.Second))
 	want := []bool{true, false, false, false}
 	if len(res.adds) != len(want) {
 		t.Fatalf("%d segments", len(res.adds))
@@ -510,7 +498,7 @@ func TestOverlap(t *testing.T) {
 		}
 	}
 	// Audible only after the onset but before it was confirmed still counts.
-	res = runVAD(t, path, libwhisperConfig(), time.Second, speaker(3400*time.Millisecond, 3500*time.Millisecond))
+	res = runVAD(t, path, vad.DefaultConfig(), time.Second, speaker(3400*time.Millisecond, 3500*time.Millisecond))
 	for i, a := range res.adds {
 		if got := a.up.IU.Payload.(vad.Segment).Overlap; got != (i == 1) {
 			t.Errorf("agent audible 3.4–3.5 s: segment %d overlap %v", i, got)
@@ -596,7 +584,7 @@ func TestStreamGaps(t *testing.T) {
 			clk := clock.NewVirtual(virtualStart)
 			defer clk.Close()
 			net := iu.NewNetwork(iu.WithClock(clk))
-			cfg := libwhisperConfig()
+			cfg := vad.DefaultConfig()
 			cfg.Model = modelPath(t)
 			v := openVAD(t, cfg)
 			var got []received
