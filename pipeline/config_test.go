@@ -118,6 +118,11 @@ func TestPipelines(t *testing.T) {
 	if c.TurnTaking.Prepare.After == 0 || c.Pipeline != Predictive {
 		t.Errorf("predictive config prepares nothing: %+v", c.TurnTaking.Prepare)
 	}
+	// The VAD reports a segment's end by the time the short hold (170 ms after the
+	// padded end, 200 after Silero's) has passed: six whole windows.
+	if got := pipelineSettings(c).VAD.MergeGap; got != 192*time.Millisecond {
+		t.Errorf("predictive merge gap %v, want 192ms", got)
+	}
 	if _, err := Parse([]byte("pipeline: telepathic\n"), "", testBase(t)); err == nil {
 		t.Error("an unknown pipeline was accepted")
 	}

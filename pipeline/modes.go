@@ -3,7 +3,9 @@ package pipeline
 import (
 	"time"
 
+	"github.com/parley-voice/parley/engines/whisper"
 	"github.com/parley-voice/parley/modules/asr"
+	"github.com/parley-voice/parley/modules/vad"
 	"github.com/parley-voice/parley/turntaking"
 )
 
@@ -46,9 +48,10 @@ func predictivePipeline(s *settings) {
 	s.predictTurnEnd = true
 	if s.EndOfTurn.UsesHolds() {
 		// The policy's holds count from the segment's padded end, which the VAD
-		// reports once MergeGap of silence followed the speech: a longer gap would
-		// stretch the short hold.
-		s.VAD.MergeGap = min(s.VAD.MergeGap, s.EndOfTurn.Holds.Short+s.VAD.SpeechPad)
+		// reports once MergeGap of silence followed the speech, in whole windows: a
+		// longer gap would stretch the short hold (200 ms takes seven windows, 224 ms,
+		// where the short hold of 170 ms and the pad end at 200).
+		s.VAD.MergeGap = min(s.VAD.MergeGap, vad.WithinWindows(s.EndOfTurn.Holds.Short+s.VAD.SpeechPad, whisper.VADWindow))
 	}
 	// The reply is prepared for the recogniser's words at the user's pause: all of
 	// them, the last ones not yet confirmed by local agreement too, and the final

@@ -27,7 +27,7 @@ type Config struct {
 	// speech did for the words to count as covering it.
 	FreshSlack time.Duration `yaml:"fresh_slack"`
 	// AfterInterruption is the least silence that ends a turn whose speech stopped the
-	// agent while it is a word or two long, or after its speaker went on after a pause
+	// agent while it is up to three words long, or after its speaker went on after a pause
 	// only this wait bridged (0: no such floor; see Waits). Whoever interrupts has the
 	// floor, and often goes on after a pause ("wait… what about tomorrow", "turn… off…
 	// the light"); the short hold would answer each phrase, and the user would have to

@@ -63,9 +63,11 @@ type Waits struct {
 }
 
 // openingWords: a user who stopped the agent and has said no more than this ("wait",
-// "no", "hold on", "turn…") has only taken the floor, and what they want follows; a
-// longer turn ("no, I meant Paris") ends by the policy.
-const openingWords = 2
+// "no", "hold on", "no no, wait", "turn…") has only taken the floor, and what they want
+// follows; a longer turn ("no, I meant Paris") ends by the policy. Three, not two: a
+// recogniser adds a word to a short phrase over the agent (festival kal's "go, forward"
+// heard as "you go forward").
+const openingWords = 3
 
 // NewDecider returns a decider for policy.
 func NewDecider(policy Policy, waits Waits) *Decider {

@@ -272,6 +272,18 @@ func TestDeciderScenarios(t *testing.T) {
 			wantAt: 1380 * ms, wantWhy: "the user took the floor; complete",
 		},
 		{
+			name:   "three words that stopped the agent are still the floor taken",
+			policy: predictive(t),
+			steps: []step{
+				{at: 100 * ms, start: 100 * ms},
+				{at: 300 * ms, interrupt: true},
+				{at: 1100 * ms, words: "you go forward", wEnd: 1050 * ms},
+				{at: 1100 * ms, words: "you go forward", prob: 0.8},
+				{at: 1200 * ms, end: 1080 * ms},
+			},
+			wantAt: 1880 * ms, wantWhy: "the user took the floor; complete",
+		},
+		{
 			name:   "a turn that stopped the agent and says what it wants ends by the policy",
 			policy: predictive(t),
 			steps: []step{

