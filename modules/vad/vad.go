@@ -42,7 +42,8 @@ type Config struct {
 	// SpeechPad extends every segment on both sides (pre-roll and post-roll).
 	SpeechPad time.Duration `yaml:"speech_pad"`
 	// MergeGap joins segments separated by less silence than this (libwhisper: 200 ms;
-	// the predictive pipeline takes at most end_of_turn.short plus speech_pad).
+	// the predictive pipeline takes at most end_of_turn.short plus speech_pad, in whole
+	// 32 ms windows).
 	// A segment's end is reported only once this much silence followed it.
 	MergeGap time.Duration `yaml:"merge_gap"`
 	// EndOfTurn is the silence after the last segment that ends the user's turn under
