@@ -64,7 +64,7 @@ type Waits struct {
 
 // openingWords: a user who stopped the agent and has said no more than this ("wait",
 // "no", "hold on", "no no, wait", "turn…") has only taken the floor, and what they want
-// follows; a longer turn ("no, I meant Paris") ends by the policy. Three, not two: a
+// follows; a longer turn ("no, I meant Paris") ends by the policy. Three, because a
 // recogniser adds a word to a short phrase over the agent (festival kal's "go, forward"
 // heard as "you go forward").
 const openingWords = 3

@@ -63,9 +63,9 @@ type Config struct {
 	// fallen 25 dB below its peak of the last second; where it does not fall that far (a
 	// noisy room), the end stays Silero's. Whether the speech ended is still Silero's to
 	// say (MinSilence counts from its fall): the level falls in a word's stop consonants
-	// too. 0 (the default) keeps libwhisper's segments exactly: with 96 ms the evaluation's
-	// gap p50 falls from 390 to 320 ms, but pauses of 200–300 ms end turns, and a hesitant
-	// speaker's barge-in becomes two turns (docs/TURN-TAKING.md).
+	// too. 0 (the default) keeps libwhisper's segments exactly: trimmed ends answer
+	// sooner, but pauses of 200–300 ms then end turns, and a hesitant speaker's barge-in
+	// becomes two (docs/TURN-TAKING.md).
 	EndTrim time.Duration `yaml:"end_trim"`
 }
 

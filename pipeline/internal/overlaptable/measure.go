@@ -63,8 +63,8 @@ func (o overlapOutcome) sound() bool {
 // and silent in time). The recogniser does not name every barge-in's first word within
 // 300 ms in every voice (an unstressed /h/ is heard late), and Silero reacts to unvoiced
 // onsets ("stop", "wait") a window late. Where in a 32 ms window the sounds begin moves
-// that too: with the answer 20 ms sooner (the merge gap within the short hold), they
-// begin 12 ms into one, and six of them are ducked at 140 ms instead of 100.
+// that too: placed 700 ms into the answer they begin 12 ms into one, and six of them are
+// ducked a window later (140 ms).
 const minBargeInsOnTime = 17
 
 // alignedGains compares the rendered output with the reference window by window from
