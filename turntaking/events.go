@@ -62,13 +62,9 @@ type EndOfTurn struct {
 
 // Words is the ASR's current hypothesis for the utterance in progress: the words stable
 // enough to count for a barge-in, and all of them (what a reply is prepared for).
-// Through is how far into the user's audio they reach (clock time); zero when the
-// recogniser keeps up with the audio (a streaming pass). A reply is prepared for a pause
-// only with words that reach it.
 type Words struct {
-	Words   []string
-	All     []string
-	Through time.Time
+	Words []string
+	All   []string
 }
 
 // ScoredWord is a recognised word with the recogniser's confidence (0–1; 0: none given).

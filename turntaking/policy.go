@@ -157,7 +157,7 @@ func (t *Policy) Handle(ev Event) []Action {
 			b.hearWords(ev.Words.Words)
 			acts = t.evaluateBargeIn(ev.At, acts)
 		}
-		if t.prep.hear(ev.Words.All, ev.Words.Through) {
+		if t.prep.hear(ev.Words.All) {
 			acts = t.withdraw(acts, "the words changed")
 		}
 		acts = t.maybePrepare(ev.At, acts)

@@ -45,8 +45,6 @@ type preparer struct {
 	words       []string
 	speechEndAt time.Time
 	pausedAt    time.Time
-	// through is how far into the audio words reach (zero: up to now, Words.Through).
-	through time.Time
 }
 
 // silentSince returns when the user's speech ended, or will have ended if the pause the
@@ -60,12 +58,13 @@ func (p *preparer) silentSince(userSpeaking bool) time.Time {
 
 // due reports whether a reply may be prepared now that the user is silent: the feature
 // is on, no agent turn (agentBusy) or preparation is under way, and there are words to
-// answer that reach the end of the speech. Words that stop short of it would likely
-// change, and preparing for them takes the cores from the decode that brings the rest.
+// answer. They may stop short of the speech's end (whisper's lag a hop and a decode
+// behind the audio): the last words are often in them already, and when the decode at
+// the pause brings others, the preparation is withdrawn and made again, having lost
+// nothing but its tokens.
 func (p *preparer) due(userSpeaking, agentBusy bool) bool {
 	since := p.silentSince(userSpeaking)
-	return p.after > 0 && p.prep == nil && !agentBusy && !since.IsZero() && len(p.words) > 0 &&
-		(p.through.IsZero() || !p.through.Before(since))
+	return p.after > 0 && p.prep == nil && !agentBusy && !since.IsZero() && len(p.words) > 0
 }
 
 // deadline is when the preparation would start if the silence goes on (zero: not due).
@@ -99,10 +98,10 @@ func (p *preparer) withdraw(ids *turnIDs, reason string) *control.Command {
 	return &control.Command{Action: control.Withdraw, TurnID: id, Reason: reason}
 }
 
-// hear takes the recogniser's words so far and how far they reach (zero: up to now); it
-// reports whether they are no longer those of the preparation under way.
-func (p *preparer) hear(all []string, through time.Time) (changed bool) {
-	p.words, p.through = append(p.words[:0], all...), through
+// hear takes the recogniser's words so far; it reports whether they are no longer those
+// of the preparation under way.
+func (p *preparer) hear(all []string) (changed bool) {
+	p.words = append(p.words[:0], all...)
 	return p.prep != nil && !sameWords(p.prep.text, strings.Join(p.words, " "))
 }
 
@@ -111,7 +110,7 @@ func (p *preparer) speechStarted() { p.speechEndAt, p.pausedAt = time.Time{}, ti
 
 // turnTaken forgets the words and the silence: the user's utterance arrived.
 func (p *preparer) turnTaken() {
-	p.words, p.through, p.speechEndAt, p.pausedAt = p.words[:0], time.Time{}, time.Time{}, time.Time{}
+	p.words, p.speechEndAt, p.pausedAt = p.words[:0], time.Time{}, time.Time{}
 }
 
 // queued records that audio of the prepared turn exists.

@@ -67,10 +67,9 @@ func (u Utterance) Summary() string {
 
 // Decoded is the payload (kind "decoded") that says how far into the stream the words
 // of utterance Utterance were decoded: To. A recogniser that decodes the utterance
-// again every hop (whisper) has words that lag its audio by up to a hop plus a decode,
-// and a reply prepared at a pause must wait for the words that reach it. One IU per
-// utterance, updated with every hypothesis; a streaming pass, whose words keep up with
-// the audio, sends none.
+// again every hop (whisper) has words that lag its audio by up to a hop plus a decode;
+// the timeline shows by how much. One IU per utterance, updated with every hypothesis; a
+// streaming pass, whose words keep up with the audio, sends none.
 type Decoded struct {
 	Utterance int
 	To        time.Duration

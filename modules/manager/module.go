@@ -77,7 +77,6 @@ type conversation struct {
 	agent *iu.IU
 
 	words       asr.WordList // the user's words in the utterance in progress
-	decodedTo   time.Time    // how far into the audio the words reach (asr.Decoded; zero: they keep up)
 	wordsDirty  bool         // words changed in the batch being handled
 	userOpen    bool         // a user turn began (speech) and its utterance has not arrived yet
 	eotPending  bool         // an end of turn arrived and its utterance has not yet
@@ -183,10 +182,6 @@ func (c *conversation) update(ctx context.Context, up iu.Update) error {
 		}
 	case asr.Word:
 		c.wordsDirty = c.words.Apply(up) || c.wordsDirty
-	case asr.Decoded:
-		if up.Type == iu.Add || up.Type == iu.UpdatePayload {
-			c.decodedTo, c.wordsDirty = c.at(pl.To), true
-		}
 	case asr.Utterance:
 		if up.Type != iu.Add {
 			return nil
@@ -196,7 +191,6 @@ func (c *conversation) update(ctx context.Context, up iu.Update) error {
 			return err
 		}
 		c.words.Reset()
-		c.decodedTo = time.Time{}
 		c.userOpen, c.eotPending = false, false
 		words := make([]turntaking.ScoredWord, len(pl.Words))
 		for i, w := range pl.Words {
@@ -252,7 +246,7 @@ func (c *conversation) wordsChanged(ctx context.Context) error {
 			texts = append(texts, w.Text)
 		}
 	}
-	return c.handle(ctx, turntaking.Event{Words: &turntaking.Words{Words: texts, All: all, Through: c.decodedTo}})
+	return c.handle(ctx, turntaking.Event{Words: &turntaking.Words{Words: texts, All: all}})
 }
 
 // sound turns the overlap module's evidence into an event.
