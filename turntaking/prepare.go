@@ -58,8 +58,8 @@ func (p *preparer) silentSince(userSpeaking bool) time.Time {
 
 // due reports whether a reply may be prepared now that the user is silent: the feature
 // is on, no agent turn (agentBusy) or preparation is under way, and there are words to
-// answer. They may stop short of the speech's end (whisper's lag a hop and a decode
-// behind the audio): the last words are often in them already, and when the decode at
+// answer. They may stop short of the speech's end (whisper's words lag the audio by up
+// to a hop and a decode): the last words are often in them already, and when the decode at
 // the pause brings others, the preparation is withdrawn and made again, having lost
 // nothing but its tokens.
 func (p *preparer) due(userSpeaking, agentBusy bool) bool {

@@ -44,8 +44,8 @@ func TestEvalSubset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A hung replay must not take CI's 90 minutes; 15 minutes leaves room for a machine
-	// whose cores the other replay tests share with this one (9 was too short on one).
+	// A hung replay must not take CI's 90 minutes; 15 minutes leaves room for the other
+	// replay tests, which share the cores with this one in CI.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
