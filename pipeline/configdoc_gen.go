@@ -158,6 +158,7 @@ func configFieldDocs() map[string]string {
 		"github.com/parley-voice/parley/turntaking.Config.BargeIn":                       "barge_in says what counts as a real interruption.",
 		"github.com/parley-voice/parley/turntaking.Config.Prepare":                       "prepare makes the agent prepare its reply while the user may still be speaking: after a short silence it asks for the reply to the words so far, which stays unheard (held by the speaker) until the user's turn ends with the same words, and is dropped when the user goes on or the words change.",
 		"github.com/parley-voice/parley/turntaking.Config.Reengage":                      "reengage makes the agent speak up after a long silence (off when after is 0).",
+		"github.com/parley-voice/parley/turntaking.Config.Unheard":                       "unheard makes the agent say that it did not catch speech the recogniser found no words in: a user who asked something and hears nothing does not know whether to wait or to say it again.",
 		"github.com/parley-voice/parley/turntaking.EvidenceConfig.BackchannelConfidence": "backchannel_confidence: two decodes in a row holding the same backchannel words, each this confident, end the ducking before the sound ends (it is still watched).",
 		"github.com/parley-voice/parley/turntaking.EvidenceConfig.DoubtConfidence":       "doubt_confidence: words a decode gives less confidence than this before an interrupt word do not keep it from opening the sound (\"he(0.05) hold on\"): they are its guess at a breath or the start of the word.",
 		"github.com/parley-voice/parley/turntaking.EvidenceConfig.KeywordConfidence":     "keyword_confidence: one decode holding an interrupt word this confident interrupts, once keyword_sound of the sound has been decoded.",
@@ -170,5 +171,7 @@ func configFieldDocs() map[string]string {
 		"github.com/parley-voice/parley/turntaking.ReengageConfig.After":                 "after is the silence after which the agent speaks up (0: never).",
 		"github.com/parley-voice/parley/turntaking.ReengageConfig.Max":                   "max is how many times in a row the agent re-engages without an answer (default 1).",
 		"github.com/parley-voice/parley/turntaking.ReengageConfig.Text":                  "text is what the agent says; empty asks the LLM for a turn instead.",
+		"github.com/parley-voice/parley/turntaking.UnheardConfig.MinSpeech":              "min_speech is the least speech that is asked to be said again (0: none is): long enough to be words rather than a cough, a knock or a hum.",
+		"github.com/parley-voice/parley/turntaking.UnheardConfig.Text":                   "text is what the agent says (empty: nothing).",
 	}
 }

@@ -65,8 +65,8 @@ func (c Config) Validate() error {
 	}
 	add("dialogue", c.Dialogue.validate())
 	b := c.TurnTaking.BargeIn
-	if b.MinDuration < 0 || b.Grace < 0 || b.MinWords < 0 || b.EarlyWords < 0 || c.TurnTaking.Reengage.After < 0 || c.TurnTaking.Reengage.Max < 0 {
-		add("turn_taking", errors.New("durations and counts (barge_in.min_duration, grace, min_words, early_words, reengage.after, reengage.max) must not be negative"))
+	if b.MinDuration < 0 || b.Grace < 0 || b.MinWords < 0 || b.EarlyWords < 0 || c.TurnTaking.Reengage.After < 0 || c.TurnTaking.Reengage.Max < 0 || c.TurnTaking.Unheard.MinSpeech < 0 {
+		add("turn_taking", errors.New("durations and counts (barge_in.min_duration, grace, min_words, early_words, reengage.after, reengage.max, unheard.min_speech) must not be negative"))
 	}
 	add("audio", c.Audio.validate())
 	if err := dialogue.ValidSessionName(c.Session.Name); c.Session.Name != "" && err != nil {

@@ -49,9 +49,10 @@ type agentTurn struct {
 	stopped      bool // the speaker's final report after the interrupt arrived
 }
 
-// newReengagement returns the record of a re-engagement: a fixed text, or (text "") a
-// turn the LLM generates.
-func newReengagement(id int, text string) *agentTurn {
+// newUnprompted returns the record of a turn that answers no user turn (a re-engagement,
+// a request to say something again): a fixed text, or (text "") a turn the LLM
+// generates.
+func newUnprompted(id int, text string) *agentTurn {
 	if text == "" {
 		return &agentTurn{id: id}
 	}

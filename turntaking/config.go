@@ -146,6 +146,17 @@ type ReengageConfig struct {
 	Max int `yaml:"max"`
 }
 
+// UnheardConfig makes the agent say that it did not catch speech the recogniser found no
+// words in: a user who asked something and hears nothing does not know whether to wait
+// or to say it again.
+type UnheardConfig struct {
+	// MinSpeech is the least speech that is asked to be said again (0: none is): long
+	// enough to be words rather than a cough, a knock or a hum.
+	MinSpeech time.Duration `yaml:"min_speech"`
+	// Text is what the agent says (empty: nothing).
+	Text string `yaml:"text"`
+}
+
 // PrepareConfig makes the agent prepare its reply while the user may still be speaking:
 // after a short silence it asks for the reply to the words so far, which stays unheard
 // (held by the speaker) until the user's turn ends with the same words, and is dropped
@@ -163,13 +174,15 @@ type PrepareConfig struct {
 type Config struct {
 	BargeIn  BargeInConfig  `yaml:"barge_in"`
 	Reengage ReengageConfig `yaml:"reengage"`
+	Unheard  UnheardConfig  `yaml:"unheard"`
 	Prepare  PrepareConfig  `yaml:"prepare"`
 }
 
 // DefaultConfig returns the defaults: the agent's voice ducked by 12 dB at the first sound
 // of the user, barge-in on an interrupt word or two confident real words (with the
 // overlap module; otherwise after 250 ms and one real word), English backchannels, no
-// re-engagement, replies prepared after 200 ms of silence.
+// re-engagement, speech of 800 ms or more without words asked for again, replies
+// prepared after 30 ms of silence.
 func DefaultConfig() Config {
 	return Config{
 		BargeIn: BargeInConfig{
@@ -196,6 +209,7 @@ func DefaultConfig() Config {
 			EarlyWords:     2,
 			Grace:          2 * time.Second,
 		},
+		Unheard: UnheardConfig{MinSpeech: 800 * time.Millisecond, Text: "Sorry, I didn't catch that."},
 		// 100 ms: the preparation starts with the VAD's pause (MinSilence after the
 		// speech, reported 100–160 ms after it), with the speculative final decode.
 		Prepare: PrepareConfig{After: 30 * time.Millisecond},

@@ -99,16 +99,29 @@ func (t *Policy) Tick(now time.Time) []Action {
 	if r := t.cfg.Reengage; t.reengageDue() && !now.Before(t.lastActivity.Add(r.After)) {
 		t.reengaged++
 		t.lastActivity = now
-		t.agent = newReengagement(t.ids.take(), r.Text)
-		acts = append(acts, t.agent.begin())
-		if r.Text != "" {
-			acts = append(acts, Action{Say: &Say{TurnID: t.agent.id, Text: r.Text}})
-		} else {
-			acts = command(acts, control.Respond, t.agent.id, "re-engage after silence")
-		}
-		acts = t.setState(SilenceAfterUser, acts)
+		acts = t.speakUnprompted(r.Text, "re-engage after silence", acts)
 	}
 	return acts
+}
+
+// speakUnprompted begins an agent turn that answers no user turn: text, or (text "") a
+// turn the LLM generates.
+func (t *Policy) speakUnprompted(text, reason string, acts []Action) []Action {
+	t.agent = newUnprompted(t.ids.take(), text)
+	acts = append(acts, t.agent.begin())
+	if text != "" {
+		acts = append(acts, Action{Say: &Say{TurnID: t.agent.id, Text: text}})
+	} else {
+		acts = command(acts, control.Respond, t.agent.id, reason)
+	}
+	return t.setState(SilenceAfterUser, acts)
+}
+
+// unheard reports whether u, an utterance without words, is speech to ask for again:
+// long enough (UnheardConfig), not over the agent, and with the agent silent.
+func (t *Policy) unheard(u *Utterance, overlap bool) bool {
+	c := t.cfg.Unheard
+	return c.Text != "" && c.MinSpeech > 0 && !overlap && t.agent == nil && u.End-u.Start >= c.MinSpeech
 }
 
 // Handle applies one event and returns what to do.
@@ -227,8 +240,12 @@ func (t *Policy) handleUtterance(ev Event, acts []Action) []Action {
 	}
 	if text == "" {
 		t.backs.forget()
-		// Noise: no turn. Fall back to what the agent is doing.
+		// Noise, or words the recogniser missed: no turn.
 		acts = t.withdraw(acts, "no words after all")
+		if t.unheard(ev.Utterance, overlap) {
+			return t.speakUnprompted(t.cfg.Unheard.Text, "speech without words", acts)
+		}
+		// Fall back to what the agent is doing.
 		return t.settle(acts)
 	}
 	u := ev.Utterance

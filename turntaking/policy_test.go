@@ -387,6 +387,37 @@ func TestPolicy(t *testing.T) {
 			),
 			final: SilenceAfterAgent,
 		},
+		{
+			// smooth-07 of the evaluation: pocketsphinx heard nothing in espeak-ng
+			// en-gb-scotland's "can you tell me a story", lowered and sped up.
+			name: "a question the recogniser found no words in is asked for again; a cough is not",
+			steps: []step{
+				{ms: 0, ev: speechStart(0)},
+				{ms: 300, ev: speechEnd(300)},
+				{ms: 1000, ev: Event{EndOfTurn: &EndOfTurn{SpeechEnd: at(300)}}},
+				{ms: 1050, ev: spanUtterance(0, 300, "")},
+				{ms: 5000, ev: speechStart(5000)},
+				{ms: 5960, ev: speechEnd(5960)},
+				{ms: 6460, ev: Event{EndOfTurn: &EndOfTurn{SpeechEnd: at(5960)}}},
+				{ms: 6470, ev: spanUtterance(5000, 5960, ""), want: []string{`say 1 "Sorry, I didn't catch that."`}},
+				{ms: 6600, ev: queued(1, true)},
+				{ms: 6700, ev: audible(1, true)},
+				{ms: 8000, ev: finished(1), want: []string{`agent 1 "Sorry, I didn't catch that."`}},
+			},
+			final: SilenceAfterAgent,
+		},
+		{
+			name: "speech without words over the agent is not asked for again, though the agent finished before its transcript came",
+			steps: concat(speakingAgent(), []step{
+				{ms: 3000, ev: speechStart(3000), want: []string{"pause 2"}},
+				{ms: 3850, ev: speechEnd(3850)},
+				{ms: 3900, ev: reply(2, "Once upon a time.", false)},
+				{ms: 3910, ev: queued(2, true)},
+				{ms: 4000, ev: finished(2), want: []string{`agent 2 "Once upon a time."`}},
+				{ms: 4600, ev: spanUtterance(3000, 3850, "")},
+			}),
+			final: SilenceAfterAgent,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
