@@ -513,8 +513,10 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	}
 	if overlapMod != nil {
 		// The overlap module follows the user's sounds over the agent (echo cancelled, when
-		// it is; the VAD says when the agent was audible) for the manager's barge-in decisions.
-		links = append(links, [2]string{mic, NameOverlap}, [2]string{NameVAD, NameOverlap}, [2]string{NameOverlap, NameManager})
+		// it is; the VAD says when the agent was audible) for the manager's barge-in
+		// decisions, until the manager interrupts the agent.
+		links = append(links, [2]string{mic, NameOverlap}, [2]string{NameVAD, NameOverlap},
+			[2]string{NameOverlap, NameManager}, [2]string{NameManager, NameOverlap})
 	}
 	// The end-of-turn policy hears the stream's position, the VAD, the words, the LLM's
 	// estimate and the manager's interrupts, and ends the turn for the recogniser and the

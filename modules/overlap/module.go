@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
 	"github.com/parley-voice/parley/modules/vad"
@@ -20,7 +21,8 @@ type Recognizer interface {
 }
 
 // Module is the overlap module. It consumes the user's audio (audio.Frame IUs, 16 kHz
-// mono) and the VAD's candidates and segments, and produces Evidence IUs. When its
+// mono), the VAD's candidates and segments and the manager's interrupts (after one, the
+// sound is not decoded any more), and produces Evidence IUs. When its
 // audio comes from an echo canceller that also sends its linear filter's output
 // (linearAudio IUs, sent before the audio.Frame of the same stretch), it decodes that
 // instead: the canceller's suppressor takes the first 100–250 ms of a voice that starts
@@ -97,6 +99,10 @@ type sound struct {
 	// closed: the VAD ended the sound (its segment ended, or it withdrew the candidate);
 	// the IU is committed once the last decode is in.
 	closed bool
+	// decided: the manager interrupted the agent meanwhile. Its barge-in is settled and
+	// the agent falls silent, so decoding more of the sound would only cost a core (each
+	// decode covers all of it); its acoustics are still followed to its end.
+	decided bool
 }
 
 func (s *sound) end() int64 { return s.from + int64(len(s.samples)) }
@@ -159,6 +165,10 @@ func (r *runner) update(ctx context.Context, up iu.Update) error {
 				lin.Samples = pl.Samples // none for this stretch: the audio stands in
 			}
 			return r.frame(ctx, pl, lin.Samples)
+		}
+	case control.Command:
+		if s := r.cur; s != nil && up.Type == iu.Add && pl.Action == control.Interrupt {
+			s.decided = true
 		}
 	case vad.Candidate:
 		switch up.Type {
@@ -311,7 +321,7 @@ func (r *runner) advance(ctx context.Context) error {
 	end = min(end, s.start+r.maxSound)
 	due := end-s.start >= r.first && end-s.decodedTo >= r.hop
 	final := (s.closed || s.ev.Ended) && end > s.decodedTo
-	if !s.ev.Dropped && (due || final) {
+	if !s.ev.Dropped && !s.decided && (due || final) {
 		r.decode(ctx, s, end)
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/pitch"
 	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/internal/voices"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/asr"
@@ -365,6 +366,38 @@ func TestModuleFollowsASound(t *testing.T) {
 	}
 	if endedAt < ms(1000) || endedAt > ms(1040) {
 		t.Errorf("the end was reported at %v: want after the 100 ms end silence", endedAt)
+	}
+}
+
+// TestModuleStopsDecodingOnceTheAgentIsInterrupted: the vowel of TestModuleFollowsASound,
+// and the manager interrupts the agent 230 ms into it. No decode starts after that, and
+// the sound is still followed to its end.
+func TestModuleStopsDecodingOnceTheAgentIsInterrupted(t *testing.T) {
+	samples := make([]float32, 16000*2)
+	copy(samples[8000:], vowel(130, 400*time.Millisecond, 0.5))
+	rec := &scripted{entries: []scriptEntry{{0, ""}, {16 * 300, "stop"}}}
+	var candidate iu.ID
+	events := vowelEvents(&candidate)
+	events[ms(700)] = func(p *iu.Ports, _ map[string]iu.IU) []iu.Update {
+		return []iu.Update{iu.AddOf(p.NewIU(control.Command{Action: control.Interrupt, TurnID: 2}))}
+	}
+	got := run(t, rec, samples, events)
+	rec.mu.Lock()
+	calls := append([]int(nil), rec.calls...)
+	rec.mu.Unlock()
+	// The sound began at 470 ms with 150 ms of pre-roll: by 700 ms, 380 ms of it was in.
+	heardBy := int(audio.DurationToSamples(ms(700-470+150), 16000))
+	if len(calls) == 0 {
+		t.Fatal("no decode before the interrupt")
+	}
+	for i, n := range calls {
+		if n > heardBy {
+			t.Errorf("decode %d of %d samples, started after the interrupt (%d were in)", i, n, heardBy)
+		}
+	}
+	last := got[len(got)-1]
+	if last.typ != iu.Commit || !last.ev.Ended || last.ev.End < ms(900) || last.ev.End > ms(940) {
+		t.Errorf("final update %+v: want the sound committed, ended at 0.9 s", last)
 	}
 }
 
