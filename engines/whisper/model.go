@@ -247,8 +247,9 @@ func (d *Decoder) Close() error {
 	return nil
 }
 
-// Decode transcribes 16 kHz mono samples. Cancelling ctx aborts the decode at the next
-// computation step and returns ctx's error.
+// Decode transcribes 16 kHz mono samples. Cancelling ctx aborts the decode where
+// libwhisper next checks (between the stages of a decode: the conv, the encoder, the
+// cross attention, each decoder call) and returns ctx's error.
 func (d *Decoder) Decode(ctx context.Context, samples []float32, p DecodeParams) ([]Segment, error) {
 	if d.state == nil || d.model.ctx == nil {
 		return nil, ErrClosed

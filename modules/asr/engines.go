@@ -102,8 +102,10 @@ type PocketsphinxConfig struct {
 	// speaks or at the pause, runs the final pass over that much on the side and
 	// decodes the utterance again. Utterances shorter than AdaptAfter keep the final
 	// pass. Off by default: a session's first utterance costs about 6 more WER points
-	// with it (docs/PERFORMANCE.md, word error rates), and the demo's barge-in, over
-	// synthesised speech, is no longer heard as one.
+	// with it (docs/PERFORMANCE.md, word error rates), the demo's barge-in, over
+	// synthesised speech, is no longer heard as one, and on a machine where decoding the
+	// utterance again costs what the final pass costs (2 cores), the first turn's final
+	// waits for that decode instead, as long.
 	EarlyAdapt bool `yaml:"early_adapt"`
 }
 

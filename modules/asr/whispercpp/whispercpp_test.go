@@ -1,6 +1,8 @@
 package whispercpp
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -104,6 +106,55 @@ func TestIsAnnotation(t *testing.T) {
 	} {
 		if got := isAnnotation(w); got != want {
 			t.Errorf("isAnnotation(%q) = %v", w, got)
+		}
+	}
+}
+
+// TestDecodeGivenUpOn gives up on a partial decode while libwhisper is in it (the ASR
+// module does so at the user's pause): the decode returns its context's error, and the
+// engine goes on as if it had not run: the next utterance streams and decodes, and the
+// final of the same audio is what it was before.
+func TestDecodeGivenUpOn(t *testing.T) {
+	e, err := New(whisperConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	samples := asrtest.SharedAudio(t, "goforward.wav")
+	want, err := e.FinalOf(context.Background(), samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Feed(ctx, samples); err != nil {
+			t.Fatal(err)
+		}
+		// The weightless model's decode of 2.8 s takes hundreds of milliseconds.
+		stop := time.AfterFunc(10*time.Millisecond, cancel)
+		if _, err := e.Partial(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d: the partial given up on returned %v, want context.Canceled", round, err)
+		}
+		stop.Stop()
+		bg := context.Background()
+		if err := e.Start(bg); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Feed(bg, samples); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Partial(bg); err != nil {
+			t.Fatalf("round %d: the partial after it: %v", round, err)
+		}
+		got, err := e.FinalOf(bg, samples)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Text() != want.Text() {
+			t.Errorf("round %d: final %q after a decode given up on, %q before", round, got.Text(), want.Text())
 		}
 	}
 }
