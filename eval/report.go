@@ -108,6 +108,31 @@ type Summary struct {
 	NotOverAgent  int     `json:"not_over_agent"`
 	UnexplainedMs float64 `json:"unexplained_ms"`
 	SilentWords   int     `json:"silent_words"`
+	// Against names what counts against each score a scenario can fail, to trace a
+	// target not met to its replays.
+	Against Against `json:"against"`
+}
+
+// Against lists, per score, the scenarios and events that count against it, as
+// "SCENARIO: what" ("list-04: \"we saw a fox,\"").
+type Against struct {
+	Pause             []string `json:"pause,omitempty"`              // the agent took the turn in the pause
+	Backchannel       []string `json:"backchannel,omitempty"`        // the agent took the turn at a backchannel
+	Silence           []string `json:"silence,omitempty"`            // a backchannel or noise silenced it over SilenceLimit
+	Smooth            []string `json:"smooth,omitempty"`             // no reply to the turn's end
+	Interruption      []string `json:"interruption,omitempty"`       // not cut and replied to
+	Missed            []string `json:"missed,omitempty"`             // not cut at all
+	SelfInterruptions []string `json:"self_interruptions,omitempty"` // cut with no sound of the user's
+	History           []string `json:"history,omitempty"`            // history not exact, or the replay failed
+}
+
+// against names event e of scenario sc.
+func against(sc ScenarioScore, e EventScore, detail string) string {
+	s := fmt.Sprintf("%s: %q", sc.Scenario, e.Recording)
+	if detail != "" {
+		s += " (" + detail + ")"
+	}
+	return s
 }
 
 // SilenceLimit is the longest a backchannel or a noise may silence the agent (a target).
@@ -122,10 +147,19 @@ func Summarize(scores []ScenarioScore) Summary {
 		s.Scenarios++
 		if sc.Error != "" {
 			s.Failed++
+			failed := sc.Scenario + ": the replay failed"
+			s.Against.History = append(s.Against.History, failed)
+			s.Against.SelfInterruptions = append(s.Against.SelfInterruptions, failed)
 			continue
 		}
 		s.HistoryExact.add(sc.HistoryExact)
+		if !sc.HistoryExact {
+			s.Against.History = append(s.Against.History, sc.Scenario+": "+strings.Join(sc.HistoryDiffs, "; "))
+		}
 		s.SelfInterruptions += len(sc.SelfInterruptions)
+		if len(sc.SelfInterruptions) > 0 {
+			s.Against.SelfInterruptions = append(s.Against.SelfInterruptions, fmt.Sprintf("%s: agent turns %v", sc.Scenario, sc.SelfInterruptions))
+		}
 		s.UnexplainedMs += sc.UnexplainedMs
 		s.SilentWords += sc.SilentWords
 		for _, e := range sc.Events {
@@ -141,12 +175,21 @@ func Summarize(scores []ScenarioScore) Summary {
 				if e.GapMs != nil {
 					gaps = append(gaps, *e.GapMs)
 				}
+				if !e.Takeover {
+					s.Against.Smooth = append(s.Against.Smooth, against(sc, e, ""))
+				}
 			case EventPause:
 				s.PauseTOR.add(e.Takeover)
 				s.PauseWords.add(e.WordsInPause)
+				if e.Takeover {
+					s.Against.Pause = append(s.Against.Pause, against(sc, e, ""))
+				}
 			case EventBackchannel, EventNoise:
 				if e.Event == EventBackchannel {
 					s.BackchannelTOR.add(e.Takeover)
+					if e.Takeover {
+						s.Against.Backchannel = append(s.Against.Backchannel, against(sc, e, ""))
+					}
 				} else {
 					s.NoiseTOR.add(e.Takeover)
 				}
@@ -157,12 +200,18 @@ func Summarize(scores []ScenarioScore) Summary {
 					}
 					if *e.SilenceMs > float64(SilenceLimit/time.Millisecond) {
 						s.SilencesOverLimit++
+						s.Against.Silence = append(s.Against.Silence, against(sc, e, fmt.Sprintf("%s, %.0f ms", e.Event, *e.SilenceMs)))
 					}
 				}
 			case EventInterruption:
 				s.InterruptionTOR.add(e.Takeover)
-				if e.Missed {
+				switch {
+				case e.Missed:
 					s.Missed++
+					s.Against.Missed = append(s.Against.Missed, against(sc, e, ""))
+					s.Against.Interruption = append(s.Against.Interruption, against(sc, e, "missed"))
+				case !e.Takeover:
+					s.Against.Interruption = append(s.Against.Interruption, against(sc, e, "no reply"))
 				}
 				if e.DuckMs != nil {
 					ducks = append(ducks, *e.DuckMs)
@@ -188,6 +237,9 @@ type Target struct {
 	Want string `json:"want"`
 	Got  string `json:"got"`
 	Met  bool   `json:"met"`
+	// Against is what counts against it (Summary.Against), for the targets a
+	// scenario can fail on its own.
+	Against []string `json:"against,omitempty"`
 }
 
 // Targets judges s (the predictive pipeline's summary, with the demo's models) against
@@ -200,20 +252,21 @@ func Targets(s Summary, laptop bool) []Target {
 	if laptop {
 		silentLimit = 500
 	}
+	a := s.Against
 	t := []Target{
-		{Name: "pause handling TOR", Want: "≤ 0.05", Got: s.PauseTOR.String(), Met: rateIs(s.PauseTOR, func(v float64) bool { return v <= 0.05 })},
-		{Name: "backchannel TOR", Want: "0", Got: s.BackchannelTOR.String(), Met: rateIs(s.BackchannelTOR, func(v float64) bool { return v == 0 })},
-		{Name: "longest silence by a backchannel or noise", Want: "≤ 100 ms", Got: showMs(s.LongestSilenceMs), Met: s.LongestSilenceMs != nil && *s.LongestSilenceMs <= 100},
-		{Name: "smooth turn-taking TOR", Want: "1", Got: s.SmoothTOR.String(), Met: rateIs(s.SmoothTOR, func(v float64) bool { return v == 1 })},
+		{Name: "pause handling TOR", Want: "≤ 0.05", Got: s.PauseTOR.String(), Met: rateIs(s.PauseTOR, func(v float64) bool { return v <= 0.05 }), Against: a.Pause},
+		{Name: "backchannel TOR", Want: "0", Got: s.BackchannelTOR.String(), Met: rateIs(s.BackchannelTOR, func(v float64) bool { return v == 0 }), Against: a.Backchannel},
+		{Name: "longest silence by a backchannel or noise", Want: "≤ 100 ms", Got: showMs(s.LongestSilenceMs), Met: s.LongestSilenceMs != nil && *s.LongestSilenceMs <= 100, Against: a.Silence},
+		{Name: "smooth turn-taking TOR", Want: "1", Got: s.SmoothTOR.String(), Met: rateIs(s.SmoothTOR, func(v float64) bool { return v == 1 }), Against: a.Smooth},
 		{Name: "gap p50", Want: "≤ 350 ms", Got: s.Gap.show(s.Gap.P50), Met: le(s.Gap.P50, 350)},
-		{Name: "interruption TOR", Want: "1", Got: s.InterruptionTOR.String(), Met: rateIs(s.InterruptionTOR, func(v float64) bool { return v == 1 })},
+		{Name: "interruption TOR", Want: "1", Got: s.InterruptionTOR.String(), Met: rateIs(s.InterruptionTOR, func(v float64) bool { return v == 1 }), Against: a.Interruption},
 		{Name: "ducked after an interruption's onset, p50", Want: "≤ 150 ms", Got: s.Duck.show(s.Duck.P50), Met: le(s.Duck.P50, 150)},
 		{Name: "silent after an interruption's onset, p50", Want: fmt.Sprintf("≤ %.0f ms", silentLimit), Got: s.Silent.show(s.Silent.P50), Met: le(s.Silent.P50, silentLimit)},
-		{Name: "self-interruptions", Want: "0", Got: fmt.Sprint(s.SelfInterruptions), Met: s.Failed == 0 && s.SelfInterruptions == 0},
-		{Name: "history exact", Want: "every scenario", Got: s.HistoryExact.String(), Met: s.Failed == 0 && s.HistoryExact.N > 0 && s.HistoryExact.K == s.HistoryExact.N},
+		{Name: "self-interruptions", Want: "0", Got: fmt.Sprint(s.SelfInterruptions), Met: s.Failed == 0 && s.SelfInterruptions == 0, Against: a.SelfInterruptions},
+		{Name: "history exact", Want: "every scenario", Got: s.HistoryExact.String(), Met: s.Failed == 0 && s.HistoryExact.N > 0 && s.HistoryExact.K == s.HistoryExact.N, Against: a.History},
 	}
 	if laptop {
-		t = append(t, Target{Name: "interruptions missed", Want: "0", Got: fmt.Sprint(s.Missed), Met: s.InterruptionTOR.N > 0 && s.Missed == 0})
+		t = append(t, Target{Name: "interruptions missed", Want: "0", Got: fmt.Sprint(s.Missed), Met: s.InterruptionTOR.N > 0 && s.Missed == 0, Against: a.Missed})
 	}
 	return t
 }
@@ -287,7 +340,8 @@ func WriteTable(w io.Writer, pipelines []string, sums map[string]Summary, laptop
 	fmt.Fprintf(w, "\ntargets (%s pipeline, %s):\n", TargetPipeline, set)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	met := 0
-	for _, t := range Targets(sum, laptop) {
+	targets := Targets(sum, laptop)
+	for _, t := range targets {
 		mark := "NOT met"
 		if t.Met {
 			mark, met = "met", met+1
@@ -295,7 +349,33 @@ func WriteTable(w io.Writer, pipelines []string, sums map[string]Summary, laptop
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", t.Name, t.Want, t.Got, mark)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%d of %d targets met\n", met, len(Targets(sum, laptop)))
+	fmt.Fprintf(w, "%d of %d targets met\n", met, len(targets))
+	writeAgainst(w, targets)
+}
+
+// shownAgainst is how many of a target's counter-examples the table names; eval.json
+// has them all.
+const shownAgainst = 8
+
+// writeAgainst names, under each target not met, the scenarios that count against it.
+func writeAgainst(w io.Writer, targets []Target) {
+	header := false
+	for _, t := range targets {
+		if t.Met || len(t.Against) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\nwhat counts against the targets not met:")
+			header = true
+		}
+		fmt.Fprintf(w, "  %s:\n", t.Name)
+		for _, a := range t.Against[:min(len(t.Against), shownAgainst)] {
+			fmt.Fprintf(w, "    %s\n", a)
+		}
+		if n := len(t.Against) - shownAgainst; n > 0 {
+			fmt.Fprintf(w, "    … and %d more (eval.json)\n", n)
+		}
+	}
 }
 
 // Report is what an evaluation wrote to eval.json.

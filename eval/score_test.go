@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -413,27 +414,40 @@ func TestScoreSelfInterruptionAndDoubts(t *testing.T) {
 func TestSummarize(t *testing.T) {
 	f := func(v float64) Ms { return &v }
 	scores := []ScenarioScore{
-		{HistoryExact: true, Events: []EventScore{
+		{Scenario: "a", HistoryExact: true, Events: []EventScore{
 			{Event: EventTurnEnd, Scored: true, Takeover: true, GapMs: f(300)},
-			{Event: EventPause, Scored: true},
+			{Event: EventPause, Recording: "i need eggs,", Scored: true, Takeover: true},
 			{Event: EventInterruption, Scored: true, Takeover: true, DuckMs: f(100), SilentMs: f(250), ResponseGapMs: f(400)},
 			{Event: EventBackchannel, Scored: true, SilenceMs: f(20)},
 		}},
-		{HistoryExact: true, Events: []EventScore{
+		{Scenario: "b", HistoryExact: true, Events: []EventScore{
 			{Event: EventTurnEnd, Scored: true, Takeover: true, GapMs: f(340)},
+			{Event: EventTurnEnd, Recording: "the kitchen light", Scored: true},
 			{Event: EventInterruption, Scored: true, Takeover: true, DuckMs: f(120), SilentMs: f(280)},
-			{Event: EventInterruption, Scored: true, Missed: true, SilentMs: f(2000)},
-			{Event: EventNoise, Scored: true, SilenceMs: f(0)},
+			{Event: EventInterruption, Recording: "stop", Scored: true, Missed: true, SilentMs: f(2000)},
+			{Event: EventNoise, Recording: "cough", Scored: true, SilenceMs: f(300)},
 			{Event: EventBackchannel, Note: "not over the agent"},
 		}},
-		{Error: "boom"},
+		{Scenario: "c", Error: "boom"},
 	}
 	s := Summarize(scores)
-	if s.Scenarios != 3 || s.Failed != 1 || s.SmoothTOR != (Rate{2, 2}) || s.InterruptionTOR != (Rate{3, 2}) || s.Missed != 1 || s.NotOverAgent != 1 {
+	if s.Scenarios != 3 || s.Failed != 1 || s.SmoothTOR != (Rate{3, 2}) || s.InterruptionTOR != (Rate{3, 2}) || s.Missed != 1 || s.NotOverAgent != 1 {
 		t.Errorf("summary %+v", s)
 	}
-	if *s.Gap.P50 != 300 || s.Duck.N != 3 || s.Duck.Never != 1 || *s.Duck.P50 != 120 || *s.Silent.P50 != 280 || *s.LongestSilenceMs != 20 {
+	if *s.Gap.P50 != 300 || s.Duck.N != 3 || s.Duck.Never != 1 || *s.Duck.P50 != 120 || *s.Silent.P50 != 280 || *s.LongestSilenceMs != 300 {
 		t.Errorf("gap %+v duck %+v silent %+v longest %v", s.Gap, s.Duck, s.Silent, *s.LongestSilenceMs)
+	}
+	wantAgainst := Against{
+		Pause:             []string{`a: "i need eggs,"`},
+		Silence:           []string{`b: "cough" (noise, 300 ms)`},
+		Smooth:            []string{`b: "the kitchen light"`},
+		Interruption:      []string{`b: "stop" (missed)`},
+		Missed:            []string{`b: "stop"`},
+		SelfInterruptions: []string{"c: the replay failed"},
+		History:           []string{"c: the replay failed"},
+	}
+	if !reflect.DeepEqual(s.Against, wantAgainst) {
+		t.Errorf("against %+v\nwant %+v", s.Against, wantAgainst)
 	}
 	met := map[string]bool{}
 	for _, tg := range Targets(s, false) {
@@ -444,7 +458,8 @@ func TestSummarize(t *testing.T) {
 	}
 	var b strings.Builder
 	WriteTable(&b, []string{"predictive", "turn-based"}, map[string]Summary{"predictive": s, "turn-based": Summarize(nil)}, true)
-	for _, want := range []string{"pause handling TOR", "0.67 (2/3)", "interruptions missed", "NOT met", "targets (predictive pipeline, the simulated laptop's)"} {
+	for _, want := range []string{"pause handling TOR", "0.67 (2/3)", "interruptions missed", "NOT met", "targets (predictive pipeline, the simulated laptop's)",
+		"what counts against the targets not met:\n  pause handling TOR:\n    a: \"i need eggs,\"\n", "  interruptions missed:\n    b: \"stop\"\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, b.String())
 		}
