@@ -141,6 +141,7 @@ func configFieldDocs() map[string]string {
 		"github.com/parley-voice/parley/pipeline.SessionConfig.Name":                     "name of this session's folder in dir (default: the date and time).",
 		"github.com/parley-voice/parley/pipeline.SessionConfig.Resume":                   "resume continues the saved session name instead of starting a new one.",
 		"github.com/parley-voice/parley/turntaking.BargeInConfig.Backchannels":           "backchannels never interrupt (\"mm-hmm\", \"yeah\", ...); compared case- and punctuation-insensitively.",
+		"github.com/parley-voice/parley/turntaking.BargeInConfig.ContinueWindow":         "continue_window: a voice that begins less than this after the agent became audible interrupts once two decodes in a row hold words and none has held a backchannel word, while it goes on: the user is going on with a turn the agent took for ended after a pause in it (\"please turn off, … the kitchen light\").",
 		"github.com/parley-voice/parley/turntaking.BargeInConfig.DuckGain":               "duck_gain is the level of the ducked voice relative to full volume, in dB (-12).",
 		"github.com/parley-voice/parley/turntaking.BargeInConfig.EarlyWords":             "early_words is how many real words partial hypotheses must hold to decide a barge-in before the final transcript (0: never decide on partials).",
 		"github.com/parley-voice/parley/turntaking.BargeInConfig.Enabled":                "enabled lets the user interrupt the agent at all.",

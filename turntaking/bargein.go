@@ -36,6 +36,8 @@ type bargeIn struct {
 	longChecked, farPast bool
 	// comebacks counts the times the sound went on after it had ended.
 	comebacks int
+	// heardBackchannel: a decode of the sound held a backchannel word.
+	heardBackchannel bool
 }
 
 // newBargeIn begins weighing a sound that began at onset over agent turn agent.
@@ -51,6 +53,16 @@ func (b *bargeIn) early() bool {
 		return false
 	}
 	return b.onset.Before(b.agent.audibleAt.Add(b.cfg.YieldWindow))
+}
+
+// continuing reports whether the sound began within ContinueWindow of the agent's first
+// audible sound: soon enough to be the user going on with a turn the agent took for
+// ended.
+func (b *bargeIn) continuing() bool {
+	if b.cfg.ContinueWindow <= 0 || b.agent == nil || b.agent.audibleAt.IsZero() {
+		return false
+	}
+	return b.onset.Before(b.agent.audibleAt.Add(b.cfg.ContinueWindow))
 }
 
 // outcome is what a barge-in's evidence says to do.
@@ -99,6 +111,9 @@ func (b *bargeIn) hearSound(s *OverlapSound) {
 	}
 	if b.sound != nil && b.sound.Ended && !s.Ended && !s.Final {
 		b.comebacks++
+	}
+	if len(b.lex.backchannelWords(s.Words)) > 0 {
+		b.heardBackchannel = true
 	}
 	b.sound = s
 }
@@ -224,6 +239,8 @@ func (b *bargeIn) interruption() string {
 	switch {
 	case b.early():
 		return "barge-in: the user began as the agent did"
+	case s.Kind == SoundVoice && !s.Ended && b.continuing() && !b.heardBackchannel && len(s.Words) > 0 && len(b.prev) > 0:
+		return "barge-in: the user goes on with the turn"
 	case s.DecodedTo >= ev.KeywordSound && lex.hasInterruptWord(s.Words, ev.KeywordConfidence):
 		return "barge-in: an interrupt word"
 	case lex.repeatedInterrupt(s.Words, b.prev):

@@ -463,6 +463,53 @@ func TestSoftBargeIns(t *testing.T) {
 			final: AgentSpeaking,
 		},
 		{
+			// hesitation-silent-03 of the evaluation (flite awb): "please turn off, …
+			// the kitchen light". The agent answered in the pause and became audible at
+			// 2000 ms; the user goes on 320 ms later, and the overlap decodes drift.
+			name: "a voice in the agent's first 600 ms that two decodes hear words in, none a backchannel: the user goes on, and the agent yields",
+			steps: concat(speakingAgent(), []step{
+				{ms: 2390, ev: candidate(2320), want: []string{"duck 2 -12"}},
+				{ms: 2440, ev: sound(2320, SoundVoice, 120)},
+				{ms: 2620, ev: sound(2320, SoundVoice, 300, "to:1")},
+				{ms: 2660, ev: sound(2320, SoundVoice, 340, "to:0.13"), want: []string{"interrupt 2"}},
+			}),
+			final: Overlap,
+		},
+		{
+			// backchannel-word-01 (espeak-ng en-029+f2): "yeah", 300 ms into the answer.
+			name: "a backchannel word in the decodes of a voice in the agent's first 600 ms: no yield",
+			steps: concat(speakingAgent(), []step{
+				{ms: 2370, ev: candidate(2300), want: []string{"duck 2 -12"}},
+				{ms: 2480, ev: sound(2300, SoundVoice, 180, "yeah:0.16")},
+				{ms: 2520, ev: sound(2300, SoundVoice, 220, "yeah:0.75")},
+				{ms: 2560, ev: sound(2300, SoundVoice, 260, "yeah:0.96"), want: []string{"unduck 2"}},
+				{ms: 2600, ev: sound(2300, SoundVoice, 300, "had:0.16"), want: []string{"duck 2 -12"}},
+				{ms: 2640, ev: sound(2300, SoundVoice, 340, "had:0.13")},
+				{ms: 2680, ev: ended(sound(2300, SoundVoice, 380, "had:0.13"), 2660), want: []string{"unduck 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "a hum in the agent's first 600 ms, decoded as words: no yield",
+			steps: concat(speakingAgent(), []step{
+				{ms: 2370, ev: candidate(2300), want: []string{"duck 2 -12"}},
+				{ms: 2600, ev: sound(2300, SoundHum, 300, "modem:0.4"), want: []string{"unduck 2"}},
+				{ms: 2640, ev: sound(2300, SoundHum, 340, "modem:0.3", "on:0.2")},
+				{ms: 2700, ev: ended(sound(2300, SoundHum, 400, "modem:0.3"), 2690)},
+			}),
+			final: AgentSpeaking,
+		},
+		{
+			name: "the same voice 700 ms into the answer is weighed as any other",
+			steps: concat(speakingAgent(), []step{
+				{ms: 2770, ev: candidate(2700), want: []string{"duck 2 -12"}},
+				{ms: 3000, ev: sound(2700, SoundVoice, 300, "to:1")},
+				{ms: 3040, ev: sound(2700, SoundVoice, 340, "to:0.13")},
+				{ms: 3100, ev: ended(sound(2700, SoundVoice, 400, "to:0.1"), 3090), want: []string{"unduck 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+		{
 			name: "a voice too long for a backchannel interrupts once it holds a confident word",
 			steps: concat(speakingAgent(), []step{
 				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},

@@ -40,6 +40,15 @@ type BargeInConfig struct {
 	// a voice that starts this early was begun before the agent's, and is a turn, not a
 	// backchannel (two people who start at once: one yields). 0 turns the rule off.
 	YieldWindow time.Duration `yaml:"yield_window"`
+	// ContinueWindow: a voice that begins less than this after the agent became audible
+	// interrupts once two decodes in a row hold words and none has held a backchannel
+	// word, while it goes on: the user is going on with a turn the agent took for ended
+	// after a pause in it ("please turn off, … the kitchen light"). Hesitations last up to
+	// about a second, and the agent answers 300–400 ms into one, so a speaker who goes on
+	// does so within 600 ms of its first sound; a listener's backchannel that early is
+	// rare, and is let be when the decodes hear one ("yeah", "i see"). A hum or a noise
+	// never interrupts by this rule. 0 turns it off.
+	ContinueWindow time.Duration `yaml:"continue_window"`
 	// MinStability is the stability a partial word needs to count (1: only words local
 	// agreement confirmed). Final words always count.
 	MinStability float32 `yaml:"min_stability"`
@@ -205,6 +214,7 @@ func DefaultConfig() Config {
 			HumText:        "mm-hmm",
 			MaxBackchannel: time.Second,
 			YieldWindow:    250 * time.Millisecond,
+			ContinueWindow: 600 * time.Millisecond,
 			MinStability:   1,
 			EarlyWords:     2,
 			Grace:          2 * time.Second,
