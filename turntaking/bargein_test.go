@@ -463,7 +463,7 @@ func TestSoftBargeIns(t *testing.T) {
 			final: AgentSpeaking,
 		},
 		{
-			// hesitation-silent-03 of the evaluation (flite awb): "please turn off, …
+			// hesitation-silent-03 of the evaluation (espeak-ng en-us+f3): "please turn off, …
 			// the kitchen light". The agent answered in the pause and became audible at
 			// 2000 ms; the user goes on 320 ms later, and the overlap decodes drift.
 			name: "a voice in the agent's first 600 ms that two decodes hear words in, none a backchannel: the user goes on, and the agent yields",
@@ -476,7 +476,7 @@ func TestSoftBargeIns(t *testing.T) {
 			final: Overlap,
 		},
 		{
-			// backchannel-word-01 (espeak-ng en-029+f2): "yeah", 300 ms into the answer.
+			// backchannel-word-01 (festival cmu_us_slt_arctic_hts): "yeah", 300 ms into the answer.
 			name: "a backchannel word in the decodes of a voice in the agent's first 600 ms: no yield",
 			steps: concat(speakingAgent(), []step{
 				{ms: 2370, ev: candidate(2300), want: []string{"duck 2 -12"}},
