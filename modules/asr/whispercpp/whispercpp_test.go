@@ -125,14 +125,19 @@ func TestDecodeGivenUpOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for round := range 3 {
-		ctx, cancel := context.WithCancel(context.Background())
+	// utterance starts an utterance of samples.
+	utterance := func(ctx context.Context) {
+		t.Helper()
 		if err := e.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.Feed(ctx, samples); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for round := range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		utterance(ctx)
 		// The weightless model's decode of 2.8 s takes hundreds of milliseconds.
 		stop := time.AfterFunc(10*time.Millisecond, cancel)
 		if _, err := e.Partial(ctx); !errors.Is(err, context.Canceled) {
@@ -140,12 +145,7 @@ func TestDecodeGivenUpOn(t *testing.T) {
 		}
 		stop.Stop()
 		bg := context.Background()
-		if err := e.Start(bg); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Feed(bg, samples); err != nil {
-			t.Fatal(err)
-		}
+		utterance(bg)
 		if _, err := e.Partial(bg); err != nil {
 			t.Fatalf("round %d: the partial after it: %v", round, err)
 		}
