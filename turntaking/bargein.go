@@ -46,23 +46,22 @@ func newBargeIn(cfg BargeInConfig, lex *lexicon, onset time.Time, agent *agentTu
 }
 
 // early reports whether the sound began within YieldWindow of the agent's first audible
-// sound, or before it. An agent turn nobody heard yet is not interrupted: it is
-// withdrawn (or paused) as the user goes on.
-func (b *bargeIn) early() bool {
-	if b.cfg.YieldWindow <= 0 || b.agent == nil || b.agent.audibleAt.IsZero() {
-		return false
-	}
-	return b.onset.Before(b.agent.audibleAt.Add(b.cfg.YieldWindow))
-}
+// sound, or before it.
+func (b *bargeIn) early() bool { return b.beganWithin(b.cfg.YieldWindow) }
 
 // continuing reports whether the sound began within ContinueWindow of the agent's first
 // audible sound: soon enough to be the user going on with a turn the agent took for
 // ended.
-func (b *bargeIn) continuing() bool {
-	if b.cfg.ContinueWindow <= 0 || b.agent == nil || b.agent.audibleAt.IsZero() {
+func (b *bargeIn) continuing() bool { return b.beganWithin(b.cfg.ContinueWindow) }
+
+// beganWithin reports whether the sound began less than window (0: never) after the
+// agent's turn first became audible, or before. An agent turn nobody heard yet is not
+// interrupted: it is withdrawn (or paused) as the user goes on.
+func (b *bargeIn) beganWithin(window time.Duration) bool {
+	if window <= 0 || b.agent == nil || b.agent.audibleAt.IsZero() {
 		return false
 	}
-	return b.onset.Before(b.agent.audibleAt.Add(b.cfg.ContinueWindow))
+	return b.onset.Before(b.agent.audibleAt.Add(window))
 }
 
 // outcome is what a barge-in's evidence says to do.
