@@ -70,6 +70,11 @@ type Command struct {
 	// Gain is Duck's level relative to full volume, in dB (negative; -12 is a quarter
 	// of the amplitude).
 	Gain float64
+	// UserKeptTurn, on an Interrupt: the user's voice began in the agent's first moments
+	// (turn_taking.barge_in.continue_window), so the agent had taken the turn only on a
+	// prediction that it had ended. The user kept the turn rather than took it from the
+	// agent.
+	UserKeptTurn bool
 }
 
 // Kind implements iu.Payload.

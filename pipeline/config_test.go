@@ -118,8 +118,8 @@ func TestPipelines(t *testing.T) {
 	if c.TurnTaking.Prepare.After == 0 || c.Pipeline != Predictive {
 		t.Errorf("predictive config prepares nothing: %+v", c.TurnTaking.Prepare)
 	}
-	// The VAD reports a segment's end by the time the short hold (170 ms after the
-	// padded end, 200 after Silero's) has passed: six whole windows.
+	// The VAD reports a segment's end as the short hold (160 ms after the padded end,
+	// 190 after Silero's) passes: at the end of the sixth whole window.
 	if got := pipelineSettings(c).VAD.MergeGap; got != 192*time.Millisecond {
 		t.Errorf("predictive merge gap %v, want 192ms", got)
 	}

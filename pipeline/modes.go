@@ -48,10 +48,14 @@ func predictivePipeline(s *settings) {
 	s.predictTurnEnd = true
 	if s.EndOfTurn.UsesHolds() {
 		// The policy's holds count from the segment's padded end, which the VAD
-		// reports once MergeGap of silence followed the speech, in whole windows: a
-		// longer gap would stretch the short hold (200 ms takes seven windows, 224 ms,
-		// where the short hold of 170 ms and the pad end at 200).
-		s.VAD.MergeGap = min(s.VAD.MergeGap, vad.WithinWindows(s.EndOfTurn.Holds.Short+s.VAD.SpeechPad, whisper.VADWindow))
+		// reports once MergeGap of silence followed the speech, at the end of the
+		// window that completes it; no turn ends before. So the merge gap is the short
+		// hold plus the pad, to the nearest window: the short hold of 160 ms and the
+		// pad end 190 ms after the speech, and the sixth window ends at 192. A longer
+		// gap would stretch the short hold; a shorter one would end the segment before
+		// the hold, and a voice that resumed in between would reach the policy only
+		// after the turn had ended on the silence before it.
+		s.VAD.MergeGap = min(s.VAD.MergeGap, vad.NearestWindows(s.EndOfTurn.Holds.Short+s.VAD.SpeechPad, whisper.VADWindow))
 	}
 	// The reply is prepared for the recogniser's words at the user's pause: all of
 	// them, the last ones not yet confirmed by local agreement too, and the final

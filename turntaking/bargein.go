@@ -54,6 +54,14 @@ func (b *bargeIn) early() bool { return b.beganWithin(b.cfg.YieldWindow) }
 // ended.
 func (b *bargeIn) continuing() bool { return b.beganWithin(b.cfg.ContinueWindow) }
 
+// keepsUserTurn reports whether the sound, should it interrupt, goes on with the user's
+// turn rather than takes the agent's: it began within ContinueWindow of a reply's first
+// audible sound, and the reply was given on a prediction that the user's turn had ended.
+// (A re-engagement answers no turn.)
+func (b *bargeIn) keepsUserTurn() bool {
+	return b.continuing() && b.agent.inReplyTo != 0
+}
+
 // beganWithin reports whether the sound began less than window (0: never) after the
 // agent's turn first became audible, or before. An agent turn nobody heard yet is not
 // interrupted: it is withdrawn (or paused) as the user goes on.

@@ -471,7 +471,7 @@ func TestSoftBargeIns(t *testing.T) {
 				{ms: 2390, ev: candidate(2320), want: []string{"duck 2 -12"}},
 				{ms: 2440, ev: sound(2320, SoundVoice, 120)},
 				{ms: 2620, ev: sound(2320, SoundVoice, 300, "to:1")},
-				{ms: 2660, ev: sound(2320, SoundVoice, 340, "to:0.13"), want: []string{"interrupt 2"}},
+				{ms: 2660, ev: sound(2320, SoundVoice, 340, "to:0.13"), want: []string{"interrupt 2, the user's turn"}},
 			}),
 			final: Overlap,
 		},
@@ -892,7 +892,7 @@ func TestSoftBargeIns(t *testing.T) {
 			steps: concat(speakingAgent(), []step{
 				{ms: 2230, ev: candidate(2150), want: []string{"duck 2 -12"}},
 				{ms: 2260, ev: sound(2150, SoundUnknown, 0)},
-				{ms: 2280, ev: sound(2150, SoundVoice, 110), want: []string{"interrupt 2"}},
+				{ms: 2280, ev: sound(2150, SoundVoice, 110), want: []string{"interrupt 2, the user's turn"}},
 			}),
 			final: Overlap,
 		},
@@ -900,7 +900,7 @@ func TestSoftBargeIns(t *testing.T) {
 			name: "a hum that begins as the agent does interrupts too",
 			steps: concat(speakingAgent(), []step{
 				{ms: 2100, ev: candidate(2050), want: []string{"duck 2 -12"}},
-				{ms: 2160, ev: sound(2050, SoundHum, 110), want: []string{"interrupt 2"}},
+				{ms: 2160, ev: sound(2050, SoundHum, 110), want: []string{"interrupt 2, the user's turn"}},
 			}),
 			final: Overlap,
 		},

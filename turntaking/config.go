@@ -47,7 +47,9 @@ type BargeInConfig struct {
 	// about a second, and the agent answers 300–400 ms into one, so a speaker who goes on
 	// does so within 600 ms of its first sound; a listener's backchannel that early is
 	// rare, and is let be when the decodes hear one ("yeah", "i see"). A hum or a noise
-	// never interrupts by this rule. 0 turns it off.
+	// never interrupts by this rule. A voice that interrupts in this window, by any rule,
+	// keeps the user's turn rather than takes the agent's: the turn it begins ends by the
+	// end-of-turn policy, without end_of_turn.after_interruption's floor. 0 turns it off.
 	ContinueWindow time.Duration `yaml:"continue_window"`
 	// MinStability is the stability a partial word needs to count (1: only words local
 	// agreement confirmed). Final words always count.

@@ -147,7 +147,7 @@ func (t *Policy) interrupt(acts []Action, reason string) []Action {
 	t.backs.interrupted(a.id, b)
 	a.interrupted = true
 	a.paused = false
-	acts = command(acts, control.Interrupt, a.id, reason)
+	acts = append(acts, Action{Command: &control.Command{Action: control.Interrupt, TurnID: a.id, Reason: reason, UserKeptTurn: b.keepsUserTurn()}})
 	return t.setState(Overlap, acts)
 }
 

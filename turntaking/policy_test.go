@@ -57,6 +57,10 @@ func describe(acts []Action) []string {
 			case control.Resume:
 				out = append(out, fmt.Sprintf("resume %d", c.TurnID))
 			case control.Interrupt:
+				if c.UserKeptTurn {
+					out = append(out, fmt.Sprintf("interrupt %d, the user's turn", c.TurnID))
+					break
+				}
 				out = append(out, fmt.Sprintf("interrupt %d", c.TurnID))
 			case control.Prepare:
 				out = append(out, fmt.Sprintf("prepare %d %q", c.TurnID, c.Text))

@@ -31,7 +31,9 @@ type Config struct {
 	// only this wait bridged (0: no such floor; see Waits). Whoever interrupts has the
 	// floor, and often goes on after a pause ("wait… what about tomorrow", "turn… off…
 	// the light"); the short hold would answer each phrase, and the user would have to
-	// interrupt again.
+	// interrupt again. A voice that stopped the agent in its first moments
+	// (turn_taking.barge_in.continue_window) takes no floor: it goes on with a turn the
+	// agent took for ended, which the policy ends as any other.
 	AfterInterruption time.Duration `yaml:"after_interruption"`
 	// Pitch lets the predictive policy hear how the speech before a silence ended: words
 	// that could end a sentence ("pack a hat") said with a level pitch, as an item of a
@@ -42,12 +44,12 @@ type Config struct {
 	Pitch bool `yaml:"pitch"`
 }
 
-// DefaultConfig returns the predictive policy with holds of 170 ms, 500 ms and 1.2 s,
+// DefaultConfig returns the predictive policy with holds of 160 ms, 500 ms and 1.2 s,
 // and at least 800 ms after the user interrupted the agent.
 func DefaultConfig() Config {
 	return Config{
 		Policy:            "predictive",
-		Holds:             Holds{Short: 170 * time.Millisecond, Default: 500 * time.Millisecond, Long: 1200 * time.Millisecond},
+		Holds:             Holds{Short: 160 * time.Millisecond, Default: 500 * time.Millisecond, Long: 1200 * time.Millisecond},
 		CompleteAbove:     0.3,
 		IncompleteBelow:   0.01,
 		Language:          "en",

@@ -96,11 +96,13 @@ func (d *Decider) signals() Signals {
 	return s
 }
 
-// Interrupted: the agent was stopped for the user's speech. The turn in progress (or
-// about to begin: the manager may decide on the sound before the VAD confirms it as
-// speech) then waits at least Waits.AfterInterruption while it is a few words long:
-// its speaker has taken the floor. With neither (the turn had ended when its transcript
-// stopped the agent) it changes nothing.
+// Interrupted: the agent was stopped for the user's speech, which took the turn from it.
+// (A voice in the agent's first moments took nothing: it is the user's turn going on,
+// and the module does not report it.) The turn in progress (or about to begin: the
+// manager may decide on the sound before the VAD confirms it as speech) then waits at
+// least Waits.AfterInterruption while it is a few words long: its speaker has taken the
+// floor. With neither (the turn had ended when its transcript stopped the agent) it
+// changes nothing.
 func (d *Decider) Interrupted() {
 	if d.active || d.candidate {
 		d.interrupted = true

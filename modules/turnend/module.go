@@ -135,7 +135,7 @@ func (a *adapter) update(ctx context.Context, up iu.Update) error {
 		}
 		return a.emit(ctx, a.d.Words(texts, lastEnd))
 	case control.Command:
-		if up.Type == iu.Add && pl.Action == control.Interrupt {
+		if up.Type == iu.Add && pl.Action == control.Interrupt && !pl.UserKeptTurn {
 			a.d.Interrupted()
 		}
 	case Completion:

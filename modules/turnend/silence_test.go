@@ -7,6 +7,7 @@ import (
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/clock"
+	"github.com/parley-voice/parley/control"
 	"github.com/parley-voice/parley/iu"
 	"github.com/parley-voice/parley/modules/turnend"
 	"github.com/parley-voice/parley/modules/vad"
@@ -75,6 +76,13 @@ type silenceRun struct {
 // the VAD's end_of_turn, on a virtual clock.
 func runSilence(t *testing.T, probs []float32) silenceRun {
 	t.Helper()
+	return runTurnEnd(t, probs, turnend.Waits{}, nil)
+}
+
+// runTurnEnd is runSilence with waits, and with a manager that sends cmd (if not nil)
+// at cmdAt after the stream's start.
+func runTurnEnd(t *testing.T, probs []float32, waits turnend.Waits, cmd *timedCommand) silenceRun {
+	t.Helper()
 	origin := time.Unix(1000, 0)
 	clk := clock.NewVirtual(origin)
 	defer clk.Close()
@@ -105,7 +113,7 @@ func runSilence(t *testing.T, probs []float32) silenceRun {
 		u := p.NewIU(audio.EndOfStream{Pos: int64(total), Rate: audio.PipelineRate})
 		return p.Send(ctx, iu.AddOf(u), iu.CommitOf(u))
 	}}
-	te := turnend.New("turn-end", turnend.Silence{After: v.HeardSilence(cfg.EndOfTurn)}, turnend.Waits{})
+	te := turnend.New("turn-end", turnend.Silence{After: v.HeardSilence(cfg.EndOfTurn)}, waits)
 	run := silenceRun{origin: origin}
 	sink := iu.ModuleFunc{ModuleName: "sink", Fn: func(ctx context.Context, p *iu.Ports) error {
 		for {
@@ -127,11 +135,21 @@ func runSilence(t *testing.T, probs []float32) silenceRun {
 			}
 		}
 	}}
+	manager := iu.ModuleFunc{ModuleName: "manager", Fn: func(ctx context.Context, p *iu.Ports) error {
+		if cmd == nil {
+			return nil
+		}
+		if _, err := p.Next(ctx, origin.Add(cmd.at)); err != nil {
+			return err
+		}
+		u := p.NewIU(cmd.cmd)
+		return p.Send(ctx, iu.AddOf(u), iu.CommitOf(u))
+	}}
 	net := iu.NewNetwork(iu.WithClock(clk))
-	if err := net.Add(input, v, te, sink); err != nil {
+	if err := net.Add(input, v, te, manager, sink); err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range [][2]string{{"input", "vad"}, {"vad", "sink"}, {"input", "turn-end"}, {"vad", "turn-end"}, {"turn-end", "sink"}} {
+	for _, l := range [][2]string{{"input", "vad"}, {"vad", "sink"}, {"input", "turn-end"}, {"vad", "turn-end"}, {"manager", "turn-end"}, {"turn-end", "sink"}} {
 		if err := net.ConnectNames(l[0], l[1]); err != nil {
 			t.Fatal(err)
 		}
@@ -191,6 +209,40 @@ func TestSilenceTurns(t *testing.T) {
 			run := runSilence(t, tc.probs)
 			if len(run.ends) != tc.turns || run.segments != tc.segs {
 				t.Fatalf("%d turns, %d segments; want %d, %d", len(run.ends), run.segments, tc.turns, tc.segs)
+			}
+		})
+	}
+}
+
+// timedCommand is a control command the manager sends at a time.
+type timedCommand struct {
+	at  time.Duration
+	cmd control.Command
+}
+
+// TestInterruptionFloor: a voice that stopped the agent holds its turn for
+// after_interruption while it is short; one that stopped a reply in its first moments
+// is the user's turn going on (control.Command.UserKeptTurn), which ends by the policy.
+func TestInterruptionFloor(t *testing.T) {
+	waits := turnend.Waits{AfterInterruption: 2 * time.Second}
+	probs := windows(0.0, 10, 0.9, 20, 0.0, 100)
+	for _, tc := range []struct {
+		name string
+		kept bool
+		want time.Duration // the least silence the turn ended after
+	}{
+		{"the user took the turn", false, waits.AfterInterruption},
+		{"the user kept the turn", true, vad.DefaultConfig().EndOfTurn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := &timedCommand{at: 600 * time.Millisecond, cmd: control.Command{Action: control.Interrupt, TurnID: 2, UserKeptTurn: tc.kept}}
+			run := runTurnEnd(t, probs, waits, cmd)
+			if len(run.ends) != 1 {
+				t.Fatalf("%d ends of turn, want 1", len(run.ends))
+			}
+			silence := run.ends[0].Payload.(vad.EndOfTurn).Silence
+			if silence < tc.want || silence > tc.want+100*time.Millisecond {
+				t.Errorf("the turn ended after %v of silence, want %v (at most 100 ms more)", silence, tc.want)
 			}
 		})
 	}

@@ -42,8 +42,8 @@ type Config struct {
 	// SpeechPad extends every segment on both sides (pre-roll and post-roll).
 	SpeechPad time.Duration `yaml:"speech_pad"`
 	// MergeGap joins segments separated by less silence than this (libwhisper: 200 ms;
-	// the predictive pipeline takes at most end_of_turn.short plus speech_pad, in whole
-	// 32 ms windows).
+	// the predictive pipeline takes at most end_of_turn.short plus speech_pad, to the
+	// nearest whole 32 ms window).
 	// A segment's end is reported only once this much silence followed it.
 	MergeGap time.Duration `yaml:"merge_gap"`
 	// EndOfTurn is the silence after the last segment that ends the user's turn under
@@ -286,13 +286,13 @@ func (m *Module) HeardSilence(d time.Duration) time.Duration {
 	return dur(windows*w - pad)
 }
 
-// WithinWindows returns the longest silence of whole windows of window samples that
-// is at most d. The VAD hears silence a window at a time from where Silero's speech
-// stopped, so a merge gap of d reports a segment's end only at the end of the window
-// that completes d: WithinWindows(d) reports it no later than d.
-func WithinWindows(d time.Duration, window int) time.Duration {
+// NearestWindows returns the silence of whole windows of window samples nearest to d.
+// The VAD hears silence a window at a time from where Silero's speech stopped, so a
+// merge gap of d reports a segment's end only at the end of the window that completes
+// d: NearestWindows(d) reports it within half a window of d.
+func NearestWindows(d time.Duration, window int) time.Duration {
 	w := int64(window)
-	return dur(audio.DurationToSamples(d, audio.PipelineRate) / w * w)
+	return dur((audio.DurationToSamples(d, audio.PipelineRate) + w/2) / w * w)
 }
 
 // New returns a VAD module that scores with s. The caller keeps ownership of s.
