@@ -79,8 +79,8 @@ func runSilence(t *testing.T, probs []float32) silenceRun {
 	return runTurnEnd(t, probs, turnend.Waits{}, nil)
 }
 
-// runTurnEnd is runSilence with waits, and with a manager that sends cmd (if not nil)
-// at cmdAt after the stream's start.
+// runTurnEnd is runSilence with waits, and with a manager that sends cmd's command (if
+// cmd is not nil) cmd.at after the stream's start.
 func runTurnEnd(t *testing.T, probs []float32, waits turnend.Waits, cmd *timedCommand) silenceRun {
 	t.Helper()
 	origin := time.Unix(1000, 0)
