@@ -31,6 +31,7 @@ func configFieldDocs() map[string]string {
 		"github.com/parley-voice/parley/modules/asr.PocketsphinxConfig.HMM":              "hmm is the acoustic model directory.",
 		"github.com/parley-voice/parley/modules/asr.PocketsphinxConfig.LM":               "lm is the n-gram language model file.",
 		"github.com/parley-voice/parley/modules/asr.PocketsphinxConfig.LogLevel":         "log_level is the least severe message pocketsphinx prints: DEBUG, INFO, WARN, ERROR or FATAL (\"ERROR\" when empty).",
+		"github.com/parley-voice/parley/modules/asr.PocketsphinxConfig.MaxHMMsPerFrame":  "max_hmms_per_frame caps the HMMs the first search pass keeps active per frame (pocketsphinx's maxhmmpf, whose own default, 30000, caps nothing in practice).",
 		"github.com/parley-voice/parley/modules/asr.PocketsphinxConfig.Options":          "options sets any other decoder parameter by its name without the dash (\"beam\", \"cmn\", \"bestpath\", ...), as pocketsphinx's JSON configuration does.",
 		"github.com/parley-voice/parley/modules/asr.PocketsphinxConfig.SampleRate":       "sample_rate of the audio fed to the decoder (16000 when zero).",
 		"github.com/parley-voice/parley/modules/asr.WhisperConfig.BeamSize":              "beam_size for the final decode (greedy when below 2); partial decodes are greedy.",

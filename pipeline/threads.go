@@ -12,7 +12,9 @@ import (
 // little on 2 cores) and for reading prompts (bound by compute), and whisper's threads.
 // Generation and whisper's partials run for long stretches beside the audio path (VAD,
 // TTS, echo canceller, devices), so each takes half of the cores by default and the
-// audio path is never left without one; prompts, short bursts bound by compute, take all.
+// audio path is never left without one; prompts, short bursts bound by compute, take all
+// (but batches of a few tokens, bound by memory as a single token is, which keep the
+// generation's threads: llama.DefaultBatchThreadsFrom).
 type ThreadPlan struct {
 	// Cores is the budget divided: the config's `cores`, or the logical CPUs.
 	Cores int `json:"cores"`
@@ -71,8 +73,8 @@ func (c Config) Threads() ThreadPlan {
 		p.LLM = half
 	}
 	if p.LLMBatch <= 0 {
-		// Prompts come in short bursts (the user's words, the end of the turn) and are
-		// bound by compute: they take every core while they last.
+		// Prompts of llama.DefaultBatchThreadsFrom tokens or more (a turn's history, a
+		// reply prepared again) are bound by compute: they take every core while they last.
 		p.LLMBatch = cores
 	}
 	if p.Whisper <= 0 {

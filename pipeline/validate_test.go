@@ -40,6 +40,7 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"tts: {volume: 999}", []string{"volume 999 is not in 0–200"}},
 		{"asr: {whisper: {beam_size: 100}}", []string{"beam_size 100 is not in 0–8"}},
 		{"asr: {pocketsphinx: {sample_rate: 100}}", []string{"sample_rate 100 Hz is not in 8000–48000"}},
+		{"asr: {pocketsphinx: {max_hmms_per_frame: 10000000000}}", []string{"max_hmms_per_frame 10000000000 is not in 0–1000000"}},
 		{"audio: {frame: 1h}", []string{"frame 1h0m0s is not in 0–1s"}},
 		{"audio: {output_latency: 10h}", []string{"output_latency 10h0m0s is not in 0–2s"}},
 		{"cores: -1", []string{"cores: -1 must not be negative"}},

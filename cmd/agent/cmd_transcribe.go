@@ -53,6 +53,7 @@ func (h *hearingFlags) register(a *app, fs *flag.FlagSet) {
 	fs.DurationVar(&h.asrCfg.Pocketsphinx.AdaptAfter, "ps-adapt-after", h.asrCfg.Pocketsphinx.AdaptAfter, "pocketsphinx: end the final pass once the streaming pass has decoded this much audio (0: final pass for every utterance)")
 	fs.BoolVar(&h.asrCfg.Pocketsphinx.FastOwnFinals, "ps-fast-own-finals", h.asrCfg.Pocketsphinx.FastOwnFinals, "pocketsphinx: the streaming pass's own finals leave out the fwdflat and bestpath passes")
 	fs.BoolVar(&h.asrCfg.Pocketsphinx.EarlyAdapt, "ps-early-adapt", h.asrCfg.Pocketsphinx.EarlyAdapt, "pocketsphinx: within the session's first utterance, restart the streaming pass from the cepstral mean of its first --ps-adapt-after once that much is in, so that its final is the streaming pass's own")
+	fs.IntVar(&h.asrCfg.Pocketsphinx.MaxHMMsPerFrame, "ps-max-hmms", h.asrCfg.Pocketsphinx.MaxHMMsPerFrame, "pocketsphinx: HMMs the first pass keeps active per frame (maxhmmpf; 0: pocketsphinx's own, 30000)")
 	fs.DurationVar(&h.asrCfg.Hop, "hop", h.asrCfg.Hop, "new audio between partial hypotheses (0: the engine's, 100ms pocketsphinx, 300ms whisper)")
 	fs.DurationVar(&h.asrCfg.Trailing, "trailing", h.asrCfg.Trailing, "audio after the speech that the final decode includes")
 	fs.IntVar(&h.asrCfg.Agreement, "agreement", h.asrCfg.Agreement, "hypotheses that must agree before a word is reported")

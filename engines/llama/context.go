@@ -56,11 +56,22 @@ type ContextParams struct {
 	Threads int
 	// ThreadsBatch is the number of threads for prompt batches (0: Threads).
 	ThreadsBatch int
+	// BatchThreadsFrom is the smallest batch that ThreadsBatch threads decode; smaller
+	// ones take Threads (0: DefaultBatchThreadsFrom, 1: every batch).
+	BatchThreadsFrom int
 	// SeqMax is the number of sequences the memory holds (0: 1).
 	SeqMax int
 	// FlashAttention selects flash attention (default: auto).
 	FlashAttention FlashAttention
 }
+
+// DefaultBatchThreadsFrom is BatchThreadsFrom's default. A batch of a few tokens costs
+// about what one token does per token, bound by reading the weights rather than by
+// compute: a second thread makes it little faster and costs nearly twice the CPU time
+// (with Qwen2.5-0.5B's shape on 2 cores, 5 tokens take 71 ms on 2 threads for 131 ms of
+// CPU, 85 ms on 1; 16 tokens 167 ms against 238 ms; docs/PERFORMANCE.md). An agent's
+// batches are mostly that short (a word or two of the user's, the reply's opening).
+const DefaultBatchThreadsFrom = 8
 
 // Context is an inference context: the KV cache (memory) of one or more sequences and
 // the logits of the last decode. Its methods may be called from any goroutine but are
@@ -90,6 +101,10 @@ type Context struct {
 	abort   *C.parley_abort
 
 	nCtx, nBatch, nVocab, seqMax int
+
+	// threads, threadsBatch and batchThreadsFrom are ContextParams'; batchThreads is the
+	// thread count llama.cpp has for batches now.
+	threads, threadsBatch, batchThreadsFrom, batchThreads int
 }
 
 // NewContext makes a context for m. Close it before (or after) closing the model.
@@ -97,7 +112,7 @@ func NewContext(m *Model, p ContextParams) (*Context, error) {
 	if m.vocabOnly {
 		return nil, errors.New("llama: new context: the model was loaded with VocabOnly")
 	}
-	if p.NCtx < 0 || p.NBatch < 0 || p.NUBatch < 0 || p.Threads < 0 || p.ThreadsBatch < 0 || p.SeqMax < 0 {
+	if p.NCtx < 0 || p.NBatch < 0 || p.NUBatch < 0 || p.Threads < 0 || p.ThreadsBatch < 0 || p.BatchThreadsFrom < 0 || p.SeqMax < 0 {
 		return nil, fmt.Errorf("llama: new context: negative parameter in %+v", p)
 	}
 	if p.NCtx == 0 {
@@ -114,6 +129,9 @@ func NewContext(m *Model, p ContextParams) (*Context, error) {
 	}
 	if p.ThreadsBatch == 0 {
 		p.ThreadsBatch = p.Threads
+	}
+	if p.BatchThreadsFrom == 0 {
+		p.BatchThreadsFrom = DefaultBatchThreadsFrom
 	}
 	if p.SeqMax == 0 {
 		p.SeqMax = 1
@@ -151,6 +169,11 @@ func NewContext(m *Model, p ContextParams) (*Context, error) {
 		nBatch: int(C.llama_n_batch(cc)),
 		nVocab: m.nVocab,
 		seqMax: p.SeqMax,
+
+		threads:          p.Threads,
+		threadsBatch:     p.ThreadsBatch,
+		batchThreadsFrom: p.BatchThreadsFrom,
+		batchThreads:     p.ThreadsBatch,
 	}
 	c.batch = C.llama_batch_init(C.int32_t(c.nBatch), 0, 1)
 	c.abort = (*C.parley_abort)(C.calloc(1, C.size_t(unsafe.Sizeof(C.parley_abort{}))))
@@ -252,12 +275,26 @@ func (c *Context) abortOn(ctx context.Context) {
 	})
 }
 
+// setBatchThreads gives a batch of n tokens its threads (BatchThreadsFrom). llama.cpp
+// decodes a single token with Threads whatever it is told for batches. c.mu is held.
+func (c *Context) setBatchThreads(n int) {
+	want := c.threadsBatch
+	if n < c.batchThreadsFrom {
+		want = c.threads
+	}
+	if want != c.batchThreads {
+		C.llama_set_n_threads(c.c, C.int32_t(c.threads), C.int32_t(want))
+		c.batchThreads = want
+	}
+}
+
 // decodeLocked runs llama_decode on b, aborting it when ctx is done. c.mu is held.
 func (c *Context) decodeLocked(ctx context.Context, b C.struct_llama_batch) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: %w", ErrAborted, context.Cause(ctx))
 	}
 	c.abortOn(ctx)
+	c.setBatchThreads(int(b.n_tokens))
 	rc := C.llama_decode(c.c, b)
 	switch {
 	case rc == 0:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -746,5 +747,47 @@ func TestArgmaxMatchesGreedyChain(t *testing.T) {
 		if err := c.DecodeTokens(context.Background(), 0, pos, []Token{a}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestBatchThreadsFrom: a batch below BatchThreadsFrom decodes on Threads and one at it
+// on ThreadsBatch, switching back and forth, with the logits of a context that gives
+// every batch the same threads (ggml splits a matrix product by rows, so the thread
+// count does not change a row's sums).
+func TestBatchThreadsFrom(t *testing.T) {
+	m := storiesModel(t)
+	toks, err := m.Tokenize("Once upon a time, there was a little girl named Lily. She liked to play.", true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(toks) < 12 {
+		t.Fatalf("%d tokens, want 12", len(toks))
+	}
+	// Batches of 3, 8, 1 and 3 tokens: below, at, single, below again.
+	pieces := [][2]int{{0, 3}, {3, 11}, {11, 12}, {12, min(15, len(toks))}}
+	decode := func(p ContextParams) [][]float32 {
+		c := newContext(t, m, p)
+		var out [][]float32
+		for _, pc := range pieces {
+			if err := c.DecodeTokens(context.Background(), 0, pc[0], toks[pc[0]:pc[1]]); err != nil {
+				t.Fatalf("%+v: decode %v: %v", p, pc, err)
+			}
+			l, err := c.Logits(-1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, slices.Clone(l))
+		}
+		return out
+	}
+	want := decode(ContextParams{NCtx: 64, Threads: 2, ThreadsBatch: 2, BatchThreadsFrom: 1})
+	got := decode(ContextParams{NCtx: 64, Threads: 1, ThreadsBatch: 2, BatchThreadsFrom: 8})
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("batch %v: logits differ from a context whose batches all run on 2 threads", pieces[i])
+		}
+	}
+	if _, err := NewContext(m, ContextParams{BatchThreadsFrom: -1}); err == nil {
+		t.Error("negative BatchThreadsFrom accepted")
 	}
 }

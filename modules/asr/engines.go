@@ -74,6 +74,14 @@ type PocketsphinxConfig struct {
 	// Options sets any other decoder parameter by its name without the dash ("beam",
 	// "cmn", "bestpath", ...), as pocketsphinx's JSON configuration does.
 	Options map[string]any `yaml:"options"`
+	// MaxHMMsPerFrame caps the HMMs the first search pass keeps active per frame
+	// (pocketsphinx's maxhmmpf, whose own default, 30000, caps nothing in practice). In
+	// noise or a pause the search otherwise keeps every path within the beam, and a
+	// frame costs several times what one of clear speech does. 10000 takes about a
+	// third off the decoding time of the shared recordings, and their word error rates
+	// move by a word either way (docs/PERFORMANCE.md, CPU and word error rates). 0 leaves
+	// pocketsphinx's default; Options' "maxhmmpf" wins over it.
+	MaxHMMsPerFrame int `yaml:"max_hmms_per_frame"`
 	// FinalPass decodes the whole utterance once more at the end, in one piece, as
 	// `pocketsphinx single` does: it normalises the utterance by its own cepstral mean,
 	// which the streaming pass, whose hypotheses serve as the partial results, only
@@ -112,13 +120,30 @@ type PocketsphinxConfig struct {
 // ownFinals reports whether some finals are the streaming pass's own.
 func (c PocketsphinxConfig) ownFinals() bool { return !c.FinalPass || c.AdaptAfter > 0 }
 
-// StreamingOptions are the decoder options of the streaming pass: Options, with the second
-// and third passes off when FastOwnFinals applies (unless Options sets them).
+// DecoderOptions are the decoder options of every pass: Options, with MaxHMMsPerFrame
+// (unless Options sets maxhmmpf).
+func (c PocketsphinxConfig) DecoderOptions() map[string]any {
+	return c.withDefaults(nil)
+}
+
+// StreamingOptions are the decoder options of the streaming pass: DecoderOptions, with
+// the second and third passes off when FastOwnFinals applies (unless Options sets them).
 func (c PocketsphinxConfig) StreamingOptions() map[string]any {
 	if !c.FastOwnFinals || !c.ownFinals() {
-		return c.Options
+		return c.DecoderOptions()
 	}
-	opts := map[string]any{"fwdflat": false, "bestpath": false}
+	return c.withDefaults(map[string]any{"fwdflat": false, "bestpath": false})
+}
+
+// withDefaults returns Options over defaults, with MaxHMMsPerFrame among the defaults.
+func (c PocketsphinxConfig) withDefaults(defaults map[string]any) map[string]any {
+	opts := make(map[string]any, len(defaults)+len(c.Options)+1)
+	for k, v := range defaults {
+		opts[k] = v
+	}
+	if c.MaxHMMsPerFrame > 0 {
+		opts["maxhmmpf"] = c.MaxHMMsPerFrame
+	}
 	for k, v := range c.Options {
 		opts[k] = v
 	}
@@ -131,8 +156,8 @@ func (c PocketsphinxConfig) FinalPassApart() bool {
 	return c.FinalPass && c.FastOwnFinals && c.ownFinals()
 }
 
-// DefaultPocketsphinxConfig returns pocketsphinx's own model defaults with a final pass
-// for the first second of audio.
+// DefaultPocketsphinxConfig returns pocketsphinx's own model defaults, its search capped
+// (MaxHMMsPerFrame), with a final pass for the first second of audio.
 func DefaultPocketsphinxConfig() PocketsphinxConfig {
-	return PocketsphinxConfig{FinalPass: true, AdaptAfter: time.Second, FastOwnFinals: true}
+	return PocketsphinxConfig{FinalPass: true, AdaptAfter: time.Second, FastOwnFinals: true, MaxHMMsPerFrame: 10000}
 }

@@ -6,6 +6,10 @@ import (
 	"time"
 )
 
+// maxHMMsPerFrame bounds PocketsphinxConfig.MaxHMMsPerFrame: far more than any frame
+// holds (pocketsphinx's own default is 30000), and within pocketsphinx's int.
+const maxHMMsPerFrame = 1_000_000
+
 // Validate reports the first setting that cannot work.
 func (c Config) Validate() error {
 	switch {
@@ -15,6 +19,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("asr: agreement %d must be at least 1", c.Agreement)
 	case c.PreRoll < 0 || c.Trailing < 0 || c.PeekTrailing < 0:
 		return errors.New("asr: pre_roll and trailing must not be negative")
+	case c.Pocketsphinx.MaxHMMsPerFrame < 0 || c.Pocketsphinx.MaxHMMsPerFrame > maxHMMsPerFrame:
+		return fmt.Errorf("asr: pocketsphinx max_hmms_per_frame %d is not in 0–%d (0: pocketsphinx's own)", c.Pocketsphinx.MaxHMMsPerFrame, maxHMMsPerFrame)
 	case c.Pocketsphinx.AdaptAfter < 0:
 		return fmt.Errorf("asr: pocketsphinx adapt_after %v must not be negative", c.Pocketsphinx.AdaptAfter)
 	case c.History < c.PreRoll+time.Second:

@@ -21,7 +21,7 @@ var (
 
 // decoderConfig is the decoder's part of cfg.
 func decoderConfig(cfg asr.PocketsphinxConfig) pocketsphinx.Config {
-	return pocketsphinx.Config{HMM: cfg.HMM, LM: cfg.LM, Dict: cfg.Dict, SampleRate: cfg.SampleRate, LogLevel: cfg.LogLevel, Options: cfg.Options}
+	return pocketsphinx.Config{HMM: cfg.HMM, LM: cfg.LM, Dict: cfg.Dict, SampleRate: cfg.SampleRate, LogLevel: cfg.LogLevel, Options: cfg.DecoderOptions()}
 }
 
 // replayPiece is how much of an utterance's audio a decode again feeds at once, between

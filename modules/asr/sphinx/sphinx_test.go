@@ -487,20 +487,26 @@ func TestPocketsphinxWERMatchesCLI(t *testing.T) {
 	if testing.Short() {
 		ts = ts[:min(len(ts), 6)] // pocketsphinx runs at about half real time here
 	}
-	e, err := sphinx.New(finalPassConfig())
+	cfg := finalPassConfig()
+	e, err := sphinx.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	hop := int(audio.DurationToSamples(asr.DefaultConfig().EffectiveHop(), audio.PipelineRate))
 	tmp := t.TempDir()
+	// The same search as the engine's: the CLI's options are its JSON configuration's names with a dash.
+	var cliArgs []string
+	for k, v := range cfg.DecoderOptions() {
+		cliArgs = append(cliArgs, "-"+k, fmt.Sprint(v))
+	}
 	var ours, theirs wer.Result
 	for _, tr := range ts {
 		conv := filepath.Join(tmp, filepath.Base(tr.File))
 		if out, err := exec.Command(sox, filepath.Join(dir, tr.File), "-r", "16000", "-c", "1", "-b", "16", "-e", "signed-integer", conv).CombinedOutput(); err != nil {
 			t.Fatalf("sox %s: %v\n%s", tr.File, err, out)
 		}
-		cmd := exec.Command(cli, "single", conv)
+		cmd := exec.Command(cli, append(cliArgs, "single", conv)...)
 		cmd.Dir = tmp
 		out, err := cmd.Output()
 		if err != nil {

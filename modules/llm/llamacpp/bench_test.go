@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -262,4 +263,56 @@ func BenchmarkDecodeTokensPerSecond(b *testing.B) {
 				threads, ours, best, ref, avgBefore, avgAfter, refBest, 100*ours/ref, 100*best/refBest, 100*paired, bareBest)
 		})
 	}
+}
+
+// BenchmarkBatchThreads decodes batches of n tokens after a 100-token prompt on one
+// thread and on all the cores, and reports each decode's wall time and the process's
+// CPU time: where a second thread stops paying for its CPU (llama.DefaultBatchThreadsFrom).
+// Run it on a model of a real default's shape: PARLEY_BENCH_MODEL=~/.cache/parley/
+// shape-models/qwen2.5-0.5b-Q4_K_M.gguf, OMP_WAIT_POLICY=passive.
+func BenchmarkBatchThreads(b *testing.B) {
+	m, err := llama.LoadModel(benchModel(b), llama.ModelParams{UseMmap: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	prompt := make([]llama.Token, 132)
+	for i := range prompt {
+		prompt[i] = llama.Token(100 + i%(m.VocabSize()-100))
+	}
+	ctx := context.Background()
+	for _, threads := range slices.Compact([]int{1, runtime.NumCPU()}) {
+		c, err := llama.NewContext(m, llama.ContextParams{NCtx: 256, Threads: 1, ThreadsBatch: threads, BatchThreadsFrom: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.DecodeTokens(ctx, 0, 0, prompt[:100]); err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range []int{2, 3, 5, 8, 16, 32} {
+			b.Run(fmt.Sprintf("threads=%d/tokens=%d", threads, n), func(b *testing.B) {
+				cpu, start := processCPU(), time.Now()
+				for range b.N {
+					if err := c.DecodeTokens(ctx, 0, 100, prompt[100:100+n]); err != nil {
+						b.Fatal(err)
+					}
+					if err := c.SeqRemove(0, 100, -1); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(time.Since(start).Microseconds())/1e3/float64(b.N), "wall-ms")
+				b.ReportMetric(float64((processCPU()-cpu).Microseconds())/1e3/float64(b.N), "cpu-ms")
+			})
+		}
+		c.Close()
+	}
+}
+
+// processCPU is the process's CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
