@@ -495,7 +495,8 @@ func TestPocketsphinxWERMatchesCLI(t *testing.T) {
 	defer e.Close()
 	hop := int(audio.DurationToSamples(asr.DefaultConfig().EffectiveHop(), audio.PipelineRate))
 	tmp := t.TempDir()
-	// The same search as the engine's: the CLI's options are its JSON configuration's names with a dash.
+	// The same search as the engine's: the CLI takes its JSON configuration's names with
+	// a dash.
 	var cliArgs []string
 	for k, v := range cfg.DecoderOptions() {
 		cliArgs = append(cliArgs, "-"+k, fmt.Sprint(v))
