@@ -79,7 +79,7 @@ type PocketsphinxConfig struct {
 	// noise or a pause the search otherwise keeps every path within the beam, and a
 	// frame costs several times what one of clear speech does. 10000 takes about a
 	// third off the decoding time of the shared recordings, and their word error rates
-	// move by a word either way (docs/PERFORMANCE.md, CPU and word error rates). 0 leaves
+	// move by a word or two (docs/PERFORMANCE.md, CPU and word error rates). 0 leaves
 	// pocketsphinx's default; Options' "maxhmmpf" wins over it.
 	MaxHMMsPerFrame int `yaml:"max_hmms_per_frame"`
 	// FinalPass decodes the whole utterance once more at the end, in one piece, as
