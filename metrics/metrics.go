@@ -18,6 +18,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -283,6 +284,15 @@ type CPU struct {
 	Wall    time.Duration            `json:"-"`
 	Process time.Duration            `json:"-"`
 	Modules map[string]time.Duration `json:"-"`
+}
+
+// ProcessCPU returns the CPU time (user and system) the process has used so far.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Add sums two sessions' costs.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -223,13 +222,13 @@ func Replay(ctx context.Context, cfg Config, eng *Engines, opts ReplayOptions) (
 			}
 		}
 	}
-	began, cpuBefore := time.Now(), processCPU()
+	began, cpuBefore := time.Now(), metrics.ProcessCPU()
 	if err := agent.Run(ctx); err != nil {
 		return nil, err
 	}
 	res := &ReplayResult{OutDir: opts.OutDir, Wall: time.Since(began), EchoCancel: cancel}
 	if opts.MeasureCPU {
-		res.CPU = metrics.CPU{Wall: res.Wall, Process: processCPU() - cpuBefore, Modules: agent.Network.CPU()}
+		res.CPU = metrics.CPU{Wall: res.Wall, Process: metrics.ProcessCPU() - cpuBefore, Modules: agent.Network.CPU()}
 	}
 	if agent.AEC != nil {
 		res.AECCost = agent.AEC.Cost()
@@ -364,13 +363,4 @@ func speculationOf(s metrics.Speculation) *metrics.Speculation {
 		return nil
 	}
 	return &s
-}
-
-// processCPU returns the CPU time (user and system) the process has used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -13,8 +13,8 @@ import (
 // Generation and whisper's partials run for long stretches beside the audio path (VAD,
 // TTS, echo canceller, devices), so each takes half of the cores by default and the
 // audio path is never left without one; prompts, short bursts bound by compute, take all
-// (but batches of a few tokens, bound by memory as a single token is, which keep the
-// generation's threads: llama.DefaultBatchThreadsFrom).
+// (batches of a few tokens excepted: bound by memory as a single token is, they keep the
+// generation's threads; llama.DefaultBatchThreadsFrom).
 type ThreadPlan struct {
 	// Cores is the budget divided: the config's `cores`, or the logical CPUs.
 	Cores int `json:"cores"`

@@ -9,12 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/parley-voice/parley/engines/llama"
 	"github.com/parley-voice/parley/internal/testenv"
+	"github.com/parley-voice/parley/metrics"
 	"github.com/parley-voice/parley/modules/llm"
 	"github.com/parley-voice/parley/modules/llm/llamacpp"
 	"github.com/parley-voice/parley/modules/llm/llmtest"
@@ -291,7 +291,7 @@ func BenchmarkBatchThreads(b *testing.B) {
 		}
 		for _, n := range []int{2, 3, 5, 8, 16, 32} {
 			b.Run(fmt.Sprintf("threads=%d/tokens=%d", threads, n), func(b *testing.B) {
-				cpu, start := processCPU(), time.Now()
+				cpu, start := metrics.ProcessCPU(), time.Now()
 				for range b.N {
 					if err := c.DecodeTokens(ctx, 0, 100, prompt[100:100+n]); err != nil {
 						b.Fatal(err)
@@ -301,18 +301,9 @@ func BenchmarkBatchThreads(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(time.Since(start).Microseconds())/1e3/float64(b.N), "wall-ms")
-				b.ReportMetric(float64((processCPU()-cpu).Microseconds())/1e3/float64(b.N), "cpu-ms")
+				b.ReportMetric(float64((metrics.ProcessCPU()-cpu).Microseconds())/1e3/float64(b.N), "cpu-ms")
 			})
 		}
 		c.Close()
 	}
-}
-
-// processCPU is the process's CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
