@@ -434,6 +434,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	llmCfg.Clauses.MaxWords = cfg.LLM.ClauseMaxWords
 	llmCfg.Clauses.FirstMaxWords = cfg.LLM.FirstClauseMaxWords
 	llmCfg.Prefill = run.prefill
+	llmCfg.NoEstimate = !run.predictTurnEnd || !cfg.EndOfTurn.UsesEstimate()
 	llmMod := llm.NewModule(NameLLM, eng.LLM, store, llmCfg)
 	mgrOpts := manager.Options{Turns: cfg.TurnTaking, Origin: clk.Now()}
 	mgr := manager.New(NameManager, store, mgrOpts)

@@ -320,6 +320,25 @@ func (c *Context) decodeLocked(ctx context.Context, b C.struct_llama_batch) erro
 // cancelled the decode stops inside the chunk it is in and the error wraps ErrAborted;
 // the sequence's memory may then hold part of the tokens (see SeqPosMax).
 func (c *Context) DecodeTokens(ctx context.Context, seq SeqID, pos int, tokens []Token) error {
+	return c.decodeTokens(ctx, seq, pos, tokens, -1)
+}
+
+// DecodeTokensKeeping is DecodeTokens that also keeps the logits of tokens[keep], which
+// must lie before the last token, in the last chunk of NBatch tokens: Logits(-2) returns
+// them, Logits(-1) the last token's. One pass over the weights then gives what two would:
+// a prompt's logits and those of the text that follows it.
+func (c *Context) DecodeTokensKeeping(ctx context.Context, seq SeqID, pos int, tokens []Token, keep int) error {
+	if keep < 0 || keep >= len(tokens)-1 {
+		return fmt.Errorf("%w: keep the logits of token %d of %d", ErrDecode, keep, len(tokens))
+	}
+	if last := (len(tokens) - 1) / c.nBatch * c.nBatch; keep < last {
+		return fmt.Errorf("%w: token %d is not in the last chunk of %d tokens (from %d)", ErrDecode, keep, c.nBatch, last)
+	}
+	return c.decodeTokens(ctx, seq, pos, tokens, keep)
+}
+
+// decodeTokens is DecodeTokens, keeping also the logits of tokens[keep] when keep >= 0.
+func (c *Context) decodeTokens(ctx context.Context, seq SeqID, pos int, tokens []Token, keep int) error {
 	if len(tokens) == 0 {
 		return nil
 	}
@@ -346,6 +365,9 @@ func (c *Context) DecodeTokens(ctx context.Context, seq SeqID, pos int, tokens [
 			nSeq[i] = 1
 			*seqIDs[i] = C.llama_seq_id(seq)
 			logits[i] = 0
+			if start+i == keep {
+				logits[i] = 1
+			}
 		}
 		last := start+len(chunk) == len(tokens)
 		if last {
@@ -375,8 +397,9 @@ func (c *Context) Decode(ctx context.Context, b *Batch) error {
 	return c.decodeLocked(ctx, b.b)
 }
 
-// Logits returns a copy of the logits of output i of the last decode (negative i counts
-// from the last output: -1 is the last).
+// Logits returns a copy of the logits of the last decode's i-th token of its batch,
+// which must have asked for them (negative i counts outputs from the last: -1 is the
+// last).
 func (c *Context) Logits(i int) ([]float32, error) {
 	if err := c.lock("logits"); err != nil {
 		return nil, err

@@ -791,3 +791,73 @@ func TestBatchThreadsFrom(t *testing.T) {
 		t.Error("negative BatchThreadsFrom accepted")
 	}
 }
+
+// TestDecodeTokensKeeping: one batch keeps the logits of a token inside it beside the
+// last one's, close to those a batch ending at that token gives; a token outside the last
+// chunk, or the last token itself, is refused.
+func TestDecodeTokensKeeping(t *testing.T) {
+	m := storiesModel(t)
+	toks, err := m.Tokenize("Once upon a time, there was a little girl named Lily.", true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keep = 7
+	if len(toks) <= keep+2 {
+		t.Fatalf("%d tokens, want more than %d", len(toks), keep+2)
+	}
+	ctx := context.Background()
+	alone := newContext(t, m, ContextParams{NCtx: 64, Threads: 1})
+	if err := alone.DecodeTokens(ctx, 0, 0, toks[:keep+1]); err != nil {
+		t.Fatal(err)
+	}
+	wantKept, _ := alone.Logits(-1)
+	if err := alone.DecodeTokens(ctx, 0, keep+1, toks[keep+1:]); err != nil {
+		t.Fatal(err)
+	}
+	wantLast, _ := alone.Logits(-1)
+
+	c := newContext(t, m, ContextParams{NCtx: 64, Threads: 1})
+	if err := c.DecodeTokens(ctx, 0, 0, toks[:2]); err != nil {
+		t.Fatal(err)
+	}
+	// From token 2 on: keep is the batch's token 5.
+	if err := c.DecodeTokensKeeping(ctx, 0, 2, toks[2:], keep-2); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := c.Logits(-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := c.Logits(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmp := range []struct {
+		name      string
+		got, want []float32
+	}{{"kept token", kept, wantKept}, {"last token", last, wantLast}} {
+		if argmax(cmp.got) != argmax(cmp.want) || maxAbsDiff(cmp.got, cmp.want) > 1e-2 {
+			t.Errorf("%s: logits differ from separate batches' by %g", cmp.name, maxAbsDiff(cmp.got, cmp.want))
+		}
+	}
+	long := make([]Token, 12)
+	for i := range long {
+		long[i] = toks[i%len(toks)]
+	}
+	c2 := newContext(t, m, ContextParams{NCtx: 64, Threads: 1, NBatch: 8})
+	for _, k := range []int{3, len(long) - 1, -1} {
+		if err := c2.DecodeTokensKeeping(ctx, 0, 0, long, k); !errors.Is(err, ErrDecode) {
+			t.Errorf("keep %d of %d tokens in chunks of 8: %v, want ErrDecode", k, len(long), err)
+		}
+	}
+}
+
+func argmax(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}

@@ -47,6 +47,10 @@ type Config struct {
 	// finds the prompt evaluated, and reports the model's estimate that the user's turn
 	// is complete (TurnCompletion IUs).
 	Prefill bool
+	// NoEstimate is for a Prefill whose estimate nothing reads (an end-of-turn policy on
+	// words alone): the prefill then only readies the prompt, and sends no
+	// TurnCompletion.
+	NoEstimate bool
 }
 
 // DraftBuilder gives the prompt of an agent turn as it would be if the user's turn in

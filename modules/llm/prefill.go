@@ -18,6 +18,14 @@ type Prefiller interface {
 	Prefill(ctx context.Context, prompt string, ends []string) (PrefillResult, error)
 }
 
+// ClosingPrefiller is a Prefiller that evaluates the prompt format's closing after the
+// prompt in the same pass (PrefillClosing: Prefill, then closing after prompt). An
+// in-process model reads all its weights for each pass, however few the tokens, so the
+// words a recogniser adds and the closing after them cost one pass instead of two.
+type ClosingPrefiller interface {
+	PrefillClosing(ctx context.Context, prompt string, ends []string, closing string) (PrefillResult, error)
+}
+
 // PrefillResult describes a Prefill.
 type PrefillResult struct {
 	// Tokens is the prompt's length; Cached how many of its tokens were already in the
@@ -98,19 +106,33 @@ func (r *runner) maybePrefill(ctx context.Context) {
 	pctx, cancel := context.WithCancel(ctx)
 	r.prefilling = cancel
 	utt, drafts, eng, p := r.utterance, r.drafts, r.prefiller, r.p
+	estimate := !r.m.cfg.NoEstimate
 	p.Go(func() {
 		defer cancel()
 		prefix, closing, _, err := drafts.DraftPrompt(pctx, draftTurn, text)
-		var res PrefillResult
-		if err == nil {
-			res, err = eng.Prefill(pctx, prefix, TurnEnds(closing))
+		if err != nil {
+			p.Post(ctx, prefillDone{utterance: utt, text: text, err: err})
+			return
 		}
+		var ends []string
+		if estimate {
+			ends = TurnEnds(closing)
+		}
+		// The closing too, so that a reply prepared for these words starts at once: its
+		// prompt is this one, evaluated to the end. New words roll it back.
+		if cp, ok := eng.(ClosingPrefiller); ok {
+			res, err := cp.PrefillClosing(pctx, prefix, ends, closing)
+			p.Post(ctx, prefillDone{utterance: utt, text: text, res: res, err: err})
+			if err == nil {
+				p.Post(ctx, prefillDone{utterance: utt, text: text, closed: true})
+			}
+			return
+		}
+		res, err := eng.Prefill(pctx, prefix, ends)
 		p.Post(ctx, prefillDone{utterance: utt, text: text, res: res, err: err})
 		if err != nil {
 			return
 		}
-		// The closing too, so that a reply prepared for these words starts at once: its
-		// prompt is this one, evaluated to the end. New words roll it back.
 		_, err = eng.Prefill(pctx, prefix+closing, nil)
 		p.Post(ctx, prefillDone{utterance: utt, text: text, err: err, closed: true})
 	})

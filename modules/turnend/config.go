@@ -67,6 +67,10 @@ func (c Config) Waits() Waits {
 // the VAD's end_of_turn instead).
 func (c Config) UsesHolds() bool { return c.Policy != "silence" }
 
+// UsesEstimate reports whether the policy reads the LLM's estimate that the user's turn
+// is complete (the predictive policy; words decide alone otherwise).
+func (c Config) UsesEstimate() bool { return c.Policy == "predictive" }
+
 // LongestHold is the longest silence the policy may wait for before it ends a turn.
 func (c Config) LongestHold() time.Duration {
 	return max(c.Holds.Long, c.AfterInterruption)
@@ -109,7 +113,7 @@ func (c Config) NewPolicy(silence time.Duration) (Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Policy == "words" {
+	if !c.UsesEstimate() {
 		return Words{Holds: c.Holds, Lexicon: lex}, nil
 	}
 	return Predictive{Holds: c.Holds, CompleteAbove: c.CompleteAbove, IncompleteBelow: c.IncompleteBelow, Lexicon: lex, Pitch: c.Pitch}, nil

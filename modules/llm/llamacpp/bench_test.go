@@ -307,3 +307,50 @@ func BenchmarkBatchThreads(b *testing.B) {
 		c.Close()
 	}
 }
+
+// BenchmarkPrefillWords feeds a user's turn word by word after a history, as the LLM
+// module does while the user speaks: each step is the words so far, the estimate that
+// they end the turn, and the prompt format's closing after them. "two-passes" evaluates
+// the closing with a second Prefill, "one-pass" in the words' batch (PrefillClosing).
+// It reports wall and CPU time per step. Run it on a model of a real default's shape:
+// PARLEY_BENCH_MODEL=~/.cache/parley/shape-models/qwen2.5-0.5b-Q4_K_M.gguf,
+// OMP_WAIT_POLICY=passive, threads as the agent's plan gives them (1, prompts 2).
+func BenchmarkPrefillWords(b *testing.B) {
+	m, err := llama.LoadModel(benchModel(b), llama.ModelParams{UseMmap: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	history := "A helpful voice assistant answers briefly.\nUser: what time is it\nAssistant: It is ten past four.\nUser: "
+	words := strings.Fields("could you turn on the living room lamp please")
+	const closing = "\nAssistant:"
+	ends := llm.TurnEnds(closing)
+	ctx := context.Background()
+	for _, mode := range []string{"two-passes", "one-pass"} {
+		b.Run(mode, func(b *testing.B) {
+			e, err := llamacpp.New(m, llamacpp.Config{Context: llama.ContextParams{NCtx: 512, Threads: 1, ThreadsBatch: runtime.NumCPU()}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			steps := 0
+			cpu, start := metrics.ProcessCPU(), time.Now()
+			for range b.N {
+				for i := range words {
+					prompt := history + strings.Join(words[:i+1], " ")
+					if mode == "one-pass" {
+						_, err = e.PrefillClosing(ctx, prompt, ends, closing)
+					} else if _, err = e.Prefill(ctx, prompt, ends); err == nil {
+						_, err = e.Prefill(ctx, prompt+closing, nil)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					steps++
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/1e3/float64(steps), "wall-ms/word")
+			b.ReportMetric(float64((metrics.ProcessCPU()-cpu).Microseconds())/1e3/float64(steps), "cpu-ms/word")
+		})
+	}
+}

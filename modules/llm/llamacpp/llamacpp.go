@@ -32,9 +32,10 @@ type Config struct {
 
 // Compile-time checks of the contracts other packages rely on.
 var (
-	_ llm.Engine    = (*Engine)(nil)
-	_ llm.Pauser    = (*Engine)(nil)
-	_ llm.Tokenizer = (*llama.Model)(nil)
+	_ llm.Engine           = (*Engine)(nil)
+	_ llm.Pauser           = (*Engine)(nil)
+	_ llm.ClosingPrefiller = (*Engine)(nil)
+	_ llm.Tokenizer        = (*llama.Model)(nil)
 )
 
 // DefaultMaxContext caps the default context length: large models are trained on
@@ -295,6 +296,14 @@ func (e *Engine) dropPaused() {
 // punctuation): the sum over their distinct first tokens, read from the logits the
 // evaluation computes anyway; -1 when no end's first token stands apart from the prompt.
 func (e *Engine) Prefill(ctx context.Context, prompt string, ends []string) (llm.PrefillResult, error) {
+	return e.PrefillClosing(ctx, prompt, ends, "")
+}
+
+// PrefillClosing implements llm.ClosingPrefiller: Prefill, and closing after prompt in
+// the same batch (when prompt's tokens begin prompt+closing's), so that the user's new
+// words and the prompt format's closing cost one pass over the weights instead of two
+// (BenchmarkPrefillWords). Without ends it only evaluates what the cache lacks.
+func (e *Engine) PrefillClosing(ctx context.Context, prompt string, ends []string, closing string) (llm.PrefillResult, error) {
 	start := time.Now()
 	res := llm.PrefillResult{Next: -1, NextMax: -1}
 	if err := e.acquire(ctx); err != nil {
@@ -315,10 +324,6 @@ func (e *Engine) Prefill(ctx context.Context, prompt string, ends []string) (llm
 	if len(toks) == 0 {
 		return res, errors.New("llm: prefill: empty prompt")
 	}
-	if len(toks) >= e.lctx.NCtx() {
-		return res, fmt.Errorf("%w: %d tokens, context %d", llm.ErrPromptTooLong, len(toks), e.lctx.NCtx())
-	}
-	res.Tokens = len(toks)
 	var endToks []llama.Token
 	for _, end := range ends {
 		if end == "" {
@@ -332,41 +337,119 @@ func (e *Engine) Prefill(ctx context.Context, prompt string, ends []string) (llm
 			endToks = append(endToks, full[len(toks)])
 		}
 	}
+	// closed is prompt+closing's tokens; tail, the closing's, when they follow prompt's.
+	var closed, tail []llama.Token
+	if closing != "" {
+		if closed, err = e.model.Tokenize(prompt+closing, true, true); err != nil {
+			return res, fmt.Errorf("llm: prefill: %w", err)
+		}
+		if commonPrefix(toks, closed) == len(toks) {
+			tail = closed[len(toks):]
+		}
+	}
+	if max(len(toks), len(closed)) >= e.lctx.NCtx() {
+		return res, fmt.Errorf("%w: %d tokens, context %d", llm.ErrPromptTooLong, max(len(toks), len(closed)), e.lctx.NCtx())
+	}
+	res.Tokens = len(toks)
+	if len(endToks) == 0 {
+		// Nothing to estimate: the cache need only hold the prompt and the closing.
+		target := toks
+		if closed != nil {
+			target = closed
+		}
+		n, err := e.hold(ctx, target)
+		res.Cached = min(n, len(toks))
+		res.Duration = time.Since(start)
+		return res, err
+	}
+	estimate := -1 // the output holding the logits after prompt
 	n := commonPrefix(e.cache, toks)
 	if n < len(toks) || len(e.cache) != len(toks) || e.logitsAt != len(toks) {
 		// The last token is evaluated again unless its logits are the current ones.
 		n = min(n, len(toks)-1)
-		if n < len(e.cache) {
-			if err := e.lctx.SeqRemove(0, n, -1); err != nil {
-				if err := e.lctx.Clear(); err != nil {
-					return res, fmt.Errorf("llm: prefill: %w", err)
-				}
-				n = 0
-			}
-			e.cache = e.cache[:n]
+		target := toks
+		if tail != nil {
+			// One batch, whose outputs are the prompt's last token and the closing's.
+			target = closed
 		}
-		e.logitsAt = -1
-		if err := e.lctx.DecodeTokens(ctx, 0, n, toks[n:]); err != nil {
-			e.resync(toks)
-			if errors.Is(err, llama.ErrAborted) && ctx.Err() != nil {
-				return res, llm.CancelledError(ctx, nil)
-			}
-			return res, fmt.Errorf("llm: prefill: %w", err)
+		var to int
+		if n, to, err = e.evaluate(ctx, target, n, len(toks)-1); err != nil {
+			return res, err
 		}
-		e.cache = append(e.cache, toks[n:]...)
-		e.logitsAt = len(e.cache)
+		if to == len(closed) {
+			closed = nil
+		}
+		if to > len(toks) {
+			estimate = -2 // the closing's last token is the last output
+		}
 	}
 	res.Cached = n
 	if len(endToks) > 0 {
-		logits, err := e.lctx.Logits(-1)
+		logits, err := e.lctx.Logits(estimate)
 		if err != nil {
 			return res, fmt.Errorf("llm: prefill: %w", err)
 		}
 		res.Next = probabilityOf(logits, endToks)
 		res.NextMax = res.Next
 	}
+	if closed != nil {
+		// The closing is still to evaluate: the prompt was there already, or the
+		// closing's first token merges with the prompt's last.
+		if _, err := e.hold(ctx, closed); err != nil {
+			return res, err
+		}
+	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// hold makes the cache hold target with its last token's logits current, evaluating what
+// it lacks; it returns how many of target's tokens it kept.
+func (e *Engine) hold(ctx context.Context, target []llama.Token) (int, error) {
+	n := commonPrefix(e.cache, target)
+	if n == len(target) && len(e.cache) == n && e.logitsAt == n {
+		return n, nil
+	}
+	// The last token is evaluated again unless its logits are the current ones.
+	n, _, err := e.evaluate(ctx, target, min(n, len(target)-1), -1)
+	return n, err
+}
+
+// evaluate makes the cache hold target from its n-th token on: it rolls the cache back
+// to n tokens (to none when that fails) and evaluates the rest in one batch that also
+// outputs the logits of target[keep] (Logits(-2)) when keep is among them. When target
+// goes on past keep further than one batch holds, it stops after keep. It returns the
+// tokens it kept and how much of target the cache holds.
+func (e *Engine) evaluate(ctx context.Context, target []llama.Token, n, keep int) (kept, to int, err error) {
+	if n < len(e.cache) {
+		if err := e.lctx.SeqRemove(0, n, -1); err != nil {
+			if err := e.lctx.Clear(); err != nil {
+				return 0, 0, fmt.Errorf("llm: prefill: %w", err)
+			}
+			n = 0
+		}
+		e.cache = e.cache[:n]
+	}
+	if keep >= n && len(target)-n > e.lctx.NBatch() {
+		target = target[:keep+1]
+	}
+	e.logitsAt = -1
+	batch := target[n:]
+	if keep >= n && keep < len(target)-1 {
+		err = e.lctx.DecodeTokensKeeping(ctx, 0, n, batch, keep-n)
+	} else {
+		err = e.lctx.DecodeTokens(ctx, 0, n, batch)
+	}
+	if err != nil {
+		e.resync(target)
+		if errors.Is(err, llama.ErrAborted) && ctx.Err() != nil {
+			return n, 0, llm.CancelledError(ctx, nil)
+		}
+		return n, 0, fmt.Errorf("llm: prefill: %w", err)
+	}
+	e.cache = append(e.cache, batch...)
+	e.logitsAt = len(e.cache)
+	return n, len(target), nil
 }
 
 // probabilityOf returns the probability of any of tokens under logits.

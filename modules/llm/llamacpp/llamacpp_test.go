@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -434,43 +435,61 @@ func TestLlamaEngineClose(t *testing.T) {
 // generated after the user's turn was fed word by word (with a recogniser's revision
 // rolled back on the way) is token-identical to a reply generated from the whole prompt
 // evaluated at once, and at the end of the turn only the closing tokens are evaluated.
+// The closing is fed after each step, the way the LLM module does: by a second Prefill,
+// or in the words' batch (PrefillClosing), which must estimate what Prefill does and
+// leave nothing for the reply to evaluate.
 func TestLlamaEnginePrefillIsExact(t *testing.T) {
 	m := loadStories(t)
-	history := "Once upon a time, there was a little girl named Lily. She liked to play.\nChild: "
 	closing := "\nStoryteller:"
 	turns := [][]string{
 		// what the recogniser said, step by step: each line is the turn so far
 		{"where", "where is", "where is the dog", "where is the", "where is the big", "where is the big park"},
 		{"tell", "tell me", "tell me a", "tell me a story"},
 	}
-	e := newEngine(t, m, llamacpp.Config{})
-	ctx := context.Background()
-	for _, steps := range turns {
-		for _, text := range steps {
-			res, err := e.Prefill(ctx, history+text, []string{closing})
-			if err != nil {
-				t.Fatal(err)
+	for _, oneBatch := range []bool{false, true} {
+		history := "Once upon a time, there was a little girl named Lily. She liked to play.\nChild: "
+		e := newEngine(t, m, llamacpp.Config{})
+		alone := newEngine(t, m, llamacpp.Config{})
+		ctx := context.Background()
+		for _, steps := range turns {
+			for _, text := range steps {
+				var res llm.PrefillResult
+				var err error
+				if oneBatch {
+					res, err = e.PrefillClosing(ctx, history+text, []string{closing}, closing)
+				} else if res, err = e.Prefill(ctx, history+text, []string{closing}); err == nil {
+					_, err = e.Prefill(ctx, history+text+closing, nil)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Next < 0 || res.Next > 1 {
+					t.Fatalf("Prefill(%q): probability of the closing %v", text, res.Next)
+				}
+				if res.Cached == 0 && text != steps[0] {
+					t.Errorf("Prefill(%q) reused nothing from the previous words", text)
+				}
+				want, err := alone.Prefill(ctx, history+text, []string{closing})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(res.Next-want.Next) > 1e-3*want.Next {
+					t.Errorf("one batch %v, %q: probability of the closing %v, %v evaluated alone", oneBatch, text, res.Next, want.Next)
+				}
 			}
-			if res.Next < 0 || res.Next > 1 {
-				t.Fatalf("Prefill(%q): probability of the closing %v", text, res.Next)
+			final := steps[len(steps)-1]
+			req := llm.Request{Prompt: history + final + closing, MaxTokens: 40}
+			_, got := llmtest.Collect(t, e, req)
+			want := fresh(t, m, req)
+			if got.Text != want.Text {
+				t.Fatalf("one batch %v: reply after incremental input %q\nwant (whole prompt at once) %q", oneBatch, got.Text, want.Text)
 			}
-			if res.Cached == 0 && text != steps[0] {
-				t.Errorf("Prefill(%q) reused nothing from the previous words", text)
+			if got.CachedTokens != got.PromptTokens {
+				t.Errorf("one batch %v: the end of the turn evaluated %d tokens; the closing was fed already",
+					oneBatch, got.PromptTokens-got.CachedTokens)
 			}
+			history = history + final + closing + got.Text + "\nChild: "
 		}
-		final := steps[len(steps)-1]
-		req := llm.Request{Prompt: history + final + closing, MaxTokens: 40}
-		_, got := llmtest.Collect(t, e, req)
-		want := fresh(t, m, req)
-		if got.Text != want.Text {
-			t.Fatalf("reply after incremental input %q\nwant (whole prompt at once) %q", got.Text, want.Text)
-		}
-		toks, _ := m.Tokenize(history+final, true, true)
-		if got.CachedTokens < len(toks)-1 {
-			t.Errorf("the end of the turn evaluated %d tokens; only the closing (%d tokens) should remain",
-				got.PromptTokens-got.CachedTokens, got.PromptTokens-len(toks))
-		}
-		history = history + final + closing + got.Text + "\nChild: "
 	}
 }
 

@@ -2,6 +2,7 @@ package llamacpp_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -403,5 +404,58 @@ func TestPausedPreparationOutlivesAPrefill(t *testing.T) {
 	}
 	if !reply.Prepared || len(reply.Clauses) < 2 || reply.Clauses[0] != first || reply.Err != "" {
 		t.Errorf("reply %+v: want the prepared first clause %q and more after it", reply, first)
+	}
+}
+
+// prefillRecorder is the engine, telling each prefill's prompt on seen.
+type prefillRecorder struct {
+	*llamacpp.Engine
+	seen chan string
+}
+
+func (r prefillRecorder) PrefillClosing(ctx context.Context, prompt string, ends []string, closing string) (llm.PrefillResult, error) {
+	r.seen <- prompt
+	if len(ends) > 0 {
+		return llm.PrefillResult{}, fmt.Errorf("prefill of %q asks for an estimate nothing reads", prompt)
+	}
+	return r.Engine.PrefillClosing(ctx, prompt, ends, closing)
+}
+
+// TestPrefillWithoutEstimate: when nothing reads the estimate (an end-of-turn policy on
+// words), the module's prefills ask for none and it sends no TurnCompletion; the words
+// and the closing are still evaluated ahead of the reply prepared at the pause.
+func TestPrefillWithoutEstimate(t *testing.T) {
+	m := loadStories(t)
+	e := prefillRecorder{Engine: newEngine(t, m, llamacpp.Config{}), seen: make(chan string, 64)}
+	store := storyStore(t, m)
+	mod := llm.NewModule("llm", e, store, llm.Config{MaxTokens: 20, Prefill: true, NoEstimate: true})
+	var prompts []string
+	// The real clock: the script waits for the engine's prefills outside the network.
+	c := llmtest.RunNetwork(t, nil, mod, func(ctx context.Context, c *llmtest.Controller) error {
+		for _, w := range []string{"tell", "me", "a", "story"} {
+			if err := c.Ports.Send(ctx, iu.AddOf(c.Ports.NewIU(asr.Word{Text: w, Utterance: 1, Stability: 1}))); err != nil {
+				return err
+			}
+		}
+		for len(prompts) == 0 || !strings.HasSuffix(prompts[len(prompts)-1], "tell me a story") {
+			select {
+			case p := <-e.seen:
+				prompts = append(prompts, p)
+			case <-ctx.Done():
+				return fmt.Errorf("no prefill of all the words (prompts %q): %w", prompts, ctx.Err())
+			}
+		}
+		if err := send(ctx, c, control.Command{Action: control.Prepare, TurnID: 2, Text: "tell me a story"}); err != nil {
+			return err
+		}
+		return c.Until(ctx, func(up iu.Update) bool {
+			cl, ok := up.IU.Payload.(llm.Clause)
+			return ok && cl.TurnID == 2 && cl.Prepared
+		})
+	})
+	for _, up := range c.Ups {
+		if tc, ok := up.IU.Payload.(llm.TurnCompletion); ok {
+			t.Errorf("a turn-completion estimate nothing reads: %+v", tc)
+		}
 	}
 }
