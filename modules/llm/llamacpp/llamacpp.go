@@ -384,14 +384,12 @@ func (e *Engine) PrefillClosing(ctx context.Context, prompt string, ends []strin
 		}
 	}
 	res.Cached = n
-	if len(endToks) > 0 {
-		logits, err := e.lctx.Logits(estimate)
-		if err != nil {
-			return res, fmt.Errorf("llm: prefill: %w", err)
-		}
-		res.Next = probabilityOf(logits, endToks)
-		res.NextMax = res.Next
+	logits, err := e.lctx.Logits(estimate)
+	if err != nil {
+		return res, fmt.Errorf("llm: prefill: %w", err)
 	}
+	res.Next = probabilityOf(logits, endToks)
+	res.NextMax = res.Next
 	if closed != nil {
 		// The closing is still to evaluate: the prompt was there already, or the
 		// closing's first token merges with the prompt's last.
