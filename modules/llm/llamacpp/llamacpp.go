@@ -324,19 +324,6 @@ func (e *Engine) PrefillClosing(ctx context.Context, prompt string, ends []strin
 	if len(toks) == 0 {
 		return res, errors.New("llm: prefill: empty prompt")
 	}
-	var endToks []llama.Token
-	for _, end := range ends {
-		if end == "" {
-			continue
-		}
-		full, err := e.model.Tokenize(prompt+end, true, true)
-		if err != nil {
-			return res, fmt.Errorf("llm: prefill: %w", err)
-		}
-		if commonPrefix(toks, full) == len(toks) && len(full) > len(toks) && !slices.Contains(endToks, full[len(toks)]) {
-			endToks = append(endToks, full[len(toks)])
-		}
-	}
 	// closed is prompt+closing's tokens; tail, the closing's, when they follow prompt's.
 	var closed, tail []llama.Token
 	if closing != "" {
@@ -345,6 +332,21 @@ func (e *Engine) PrefillClosing(ctx context.Context, prompt string, ends []strin
 		}
 		if commonPrefix(toks, closed) == len(toks) {
 			tail = closed[len(toks):]
+		}
+	}
+	var endToks []llama.Token
+	for _, end := range ends {
+		if end == "" {
+			continue
+		}
+		full := closed
+		if end != closing {
+			if full, err = e.model.Tokenize(prompt+end, true, true); err != nil {
+				return res, fmt.Errorf("llm: prefill: %w", err)
+			}
+		}
+		if commonPrefix(toks, full) == len(toks) && len(full) > len(toks) && !slices.Contains(endToks, full[len(toks)]) {
+			endToks = append(endToks, full[len(toks)])
 		}
 	}
 	if max(len(toks), len(closed)) >= e.lctx.NCtx() {
