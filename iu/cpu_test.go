@@ -17,7 +17,9 @@ func burn(d time.Duration) {
 }
 
 // TestCPUAccountingPerModule: a module that computes, itself and in a worker, is charged
-// with that CPU time; a module that only waits is charged with next to nothing.
+// with that CPU time; a module that only waits is charged with next to nothing; a module
+// that computes, waits and computes again is charged with its two stretches and nothing
+// of what the others computed while it waited.
 func TestCPUAccountingPerModule(t *testing.T) {
 	if _, ok := threadCPU(); !ok {
 		t.Skip("this system cannot read a thread's CPU time")
@@ -32,8 +34,16 @@ func TestCPUAccountingPerModule(t *testing.T) {
 		_, err := p.Next(ctx, p.Now().Add(50*time.Millisecond))
 		return err
 	}}
+	stepper := ModuleFunc{ModuleName: "stepper", Fn: func(ctx context.Context, p *Ports) error {
+		burn(work)
+		if _, err := p.Next(ctx, p.Now().Add(30*time.Millisecond)); err != nil {
+			return err
+		}
+		burn(work)
+		return nil
+	}}
 	n := NewNetwork(WithCPUAccounting())
-	if err := n.Add(busy, idle); err != nil {
+	if err := n.Add(busy, idle, stepper); err != nil {
 		t.Fatal(err)
 	}
 	mustRun(t, n)
@@ -43,6 +53,9 @@ func TestCPUAccountingPerModule(t *testing.T) {
 	}
 	if cpu["idle"] >= work {
 		t.Errorf("idle module charged %v, want far less than %v", cpu["idle"], work)
+	}
+	if got := cpu["stepper"]; got < 2*work || got >= 3*work {
+		t.Errorf("stepper module charged %v, want its own %v", got, 2*work)
 	}
 	if NewNetwork().CPU() != nil {
 		t.Error("a network without accounting reports CPU times")

@@ -80,10 +80,11 @@ func WithInboxSize(size int) Option {
 func WithStopGrace(d time.Duration) Option { return func(n *Network) { n.stopGrace = d } }
 
 // WithCPUAccounting makes the network count the CPU time each module's goroutine and
-// workers use (Network.CPU). Each then runs locked to its own OS thread, whose CPU clock
-// says what the module used, its engines' calls included (but not threads those engines
-// start, such as ggml's OpenMP workers, or an audio device's callback thread). Locked
-// threads make every hand-over between modules a thread switch, so it is for benchmarks.
+// workers use (Network.CPU). Each runs locked to an OS thread while it works (a worker for
+// its whole life, a module's goroutine between the waits of Next), and that thread's CPU
+// clock says what the module used, its engines' calls included (but not threads those
+// engines start, such as ggml's OpenMP workers, or an audio device's callback thread).
+// A wait that blocks while locked (a Send to a full inbox) costs a thread switch.
 func WithCPUAccounting() Option { return func(n *Network) { n.measureCPU = true } }
 
 // Network connects modules. Build it with Add and Connect, then Run it once.
@@ -234,7 +235,8 @@ func (n *Network) Run(ctx context.Context) error {
 		p := n.newPorts(nd)
 		go func() {
 			defer wg.Done()
-			defer n.accountCPU(nd)()
+			p.working()
+			defer p.idle()
 			err := p.run(modCtx)
 			if err != nil && !(modCtx.Err() != nil && errors.Is(err, modCtx.Err())) {
 				fail(nd.module.Name(), err)
@@ -296,6 +298,30 @@ func (n *Network) accountCPU(nd *node) func() {
 	}
 }
 
+// working and idle bracket the stretches in which the module's goroutine runs, between
+// the waits of Next, when the network counts CPU time: the goroutine is locked to its
+// thread only while it works, so that its thread's CPU clock is its own, and a wait
+// ends as any goroutine's does. Locked while it waits too, each message would wake a
+// thread of its own, and the handovers would cost the small modules more than their
+// work does (a cost users, who run without the counts, never pay).
+func (p *Ports) working() {
+	if !p.net.measureCPU {
+		return
+	}
+	runtime.LockOSThread()
+	p.workFrom, p.workCounted = threadCPU()
+}
+
+func (p *Ports) idle() {
+	if !p.net.measureCPU {
+		return
+	}
+	if end, ok := threadCPU(); ok && p.workCounted {
+		p.node.cpu.Add(int64(end - p.workFrom))
+	}
+	runtime.UnlockOSThread()
+}
+
 func (n *Network) newPorts(nd *node) *Ports {
 	name := nd.module.Name()
 	return &Ports{
@@ -317,6 +343,10 @@ type Ports struct {
 
 	local   chan any
 	workers sync.WaitGroup
+	// workFrom is the thread's CPU time when the goroutine last began to work, if
+	// workCounted (see working).
+	workFrom    time.Duration
+	workCounted bool
 
 	inputDone bool // EventInputDone was delivered
 }
@@ -561,6 +591,8 @@ func (p *Ports) next(ctx context.Context, deadline time.Time) (ev Event, ok bool
 	// While blocked this goroutine is idle; a message, local value or timer that wakes it
 	// brings its own unit of work along.
 	p.end()
+	p.idle()
+	defer p.working()
 	select {
 	case m := <-nd.inbox:
 		stopTimer()
