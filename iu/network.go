@@ -454,7 +454,8 @@ func (p *Ports) Logger() *zap.Logger { return p.log }
 func (p *Ports) HasConsumers() bool { return len(p.node.consumers) > 0 || len(p.net.observers) > 0 }
 
 // NewIU creates an IU of this module, chained after its previous one. It still has to be
-// sent with an ADD.
+// sent with an ADD. A batch that revokes IUs before adding the new ones that replace
+// them chains those after the last IU that survives it.
 func (p *Ports) NewIU(payload Payload, groundedIn ...ID) IU {
 	return p.out.newIU(p.net.clock.Now(), payload, groundedIn)
 }

@@ -180,6 +180,43 @@ func TestPreviousChainSkipsRevoked(t *testing.T) {
 	}
 }
 
+// TestPreviousChainSkipsRevokedInTheSameBatch: IUs made to replace others before the
+// batch that revokes those (a recogniser's new hypothesis, sent whole) follow the last IU
+// that survives the batch, whichever order the revocations come in.
+func TestPreviousChainSkipsRevokedInTheSameBatch(t *testing.T) {
+	for _, lastFirst := range []bool{true, false} {
+		o := newOutput("asr")
+		w1 := o.newIU(time.Now(), num(1), nil)
+		w2 := o.newIU(time.Now(), num(2), nil)
+		w3 := o.newIU(time.Now(), num(3), nil)
+		if _, err := o.apply([]Update{AddOf(w1), AddOf(w2), AddOf(w3)}); err != nil {
+			t.Fatal(err)
+		}
+		n1 := o.newIU(time.Now(), num(4), nil)
+		n2 := o.newIU(time.Now(), num(5), nil)
+		revokes := []Update{RevokeOf(w2), RevokeOf(w3)}
+		if lastFirst {
+			revokes[0], revokes[1] = revokes[1], revokes[0]
+		}
+		out, err := o.apply(append(revokes, AddOf(n1), AddOf(n2), CommitOf(n1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out[2].IU.Previous; got != w1.ID {
+			t.Errorf("revoked last first %v: the first new IU follows %q, want %q", lastFirst, got, w1.ID)
+		}
+		if got := out[4].IU.Previous; got != w1.ID {
+			t.Errorf("revoked last first %v: its commit says it follows %q, want %q", lastFirst, got, w1.ID)
+		}
+		if got := out[3].IU.Previous; got != n1.ID {
+			t.Errorf("revoked last first %v: the second new IU follows %q, want %q", lastFirst, got, n1.ID)
+		}
+		if n3 := o.newIU(time.Now(), num(6), nil); n3.Previous != n2.ID {
+			t.Errorf("revoked last first %v: the next IU follows %q, want %q", lastFirst, n3.Previous, n2.ID)
+		}
+	}
+}
+
 func TestInvalidUpdateStopsNetworkWithModuleName(t *testing.T) {
 	bad := ModuleFunc{ModuleName: "bad", Fn: func(ctx context.Context, p *Ports) error {
 		u := p.NewIU(num(1))

@@ -84,9 +84,16 @@ func (o *output) apply(updates []Update) ([]Update, error) {
 		pending[id] = st
 	}
 	out := make([]Update, len(updates))
+	// rewound maps the IUs this batch revoked to the IU before each that survives it: an
+	// IU created before the batch, to follow words it revokes, follows that one instead.
+	var rewound map[ID]ID
 	for i, up := range updates {
 		id := up.IU.ID
 		rec := o.open[id]
+		for prev, ok := rewound[rec.previous]; ok; prev, ok = rewound[rec.previous] {
+			rec.previous = prev
+		}
+		up.IU.Previous = rec.previous
 		switch up.Type {
 		case Add:
 			rec.added = true
@@ -99,9 +106,15 @@ func (o *output) apply(updates []Update) ([]Update, error) {
 			up.IU.State = Revoked
 		}
 		if up.Type == Commit || up.Type == Revoke {
-			if up.Type == Revoke && o.last == id {
-				// The chain continues from the IU before the revoked one.
-				o.last = rec.previous
+			if up.Type == Revoke {
+				if o.last == id {
+					// The chain continues from the IU before the revoked one.
+					o.last = rec.previous
+				}
+				if rewound == nil {
+					rewound = make(map[ID]ID)
+				}
+				rewound[id] = rec.previous
 			}
 			delete(o.open, id)
 		}

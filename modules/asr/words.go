@@ -132,19 +132,15 @@ func (r *runner) reconcile(ctx context.Context, u *utterance, target []Word, fin
 	for k < len(u.words) && k < len(target) && SameWord(u.words[k].word.Text, target[k].Text) {
 		k++
 	}
-	if k < len(u.words) {
-		// Revoked words go out first, in their own batch: new words must chain after the
-		// last surviving one, which the runtime knows only once the revocations applied.
-		var revokes []iu.Update
-		for i := len(u.words) - 1; i >= k; i-- {
-			revokes = append(revokes, iu.RevokeOf(u.words[i].u))
-		}
-		u.words = u.words[:k]
-		if err := r.p.Send(ctx, revokes...); err != nil {
-			return fmt.Errorf("asr: %w", err)
-		}
-	}
+	// One batch says the whole new hypothesis, revoked words first: its consumers act on
+	// hypotheses, and one that lost its last words and is about to gain others is not
+	// one to prepare a reply for. (The runtime chains the new words after the last
+	// surviving one.)
 	var ups []iu.Update
+	for i := len(u.words) - 1; i >= k; i-- {
+		ups = append(ups, iu.RevokeOf(u.words[i].u))
+	}
+	u.words = u.words[:k]
 	for i := range u.words {
 		e := &u.words[i]
 		if final && e.word != target[i] || !final && e.word.Stability != target[i].Stability {
