@@ -304,23 +304,9 @@ func (n *Network) accountCPU(nd *node) func() {
 // ends as any goroutine's does. Locked while it waits too, each message would wake a
 // thread of its own, and the handovers would cost the small modules more than their
 // work does (a cost users, who run without the counts, never pay).
-func (p *Ports) working() {
-	if !p.net.measureCPU {
-		return
-	}
-	runtime.LockOSThread()
-	p.workFrom, p.workCounted = threadCPU()
-}
+func (p *Ports) working() { p.stopWork = p.net.accountCPU(p.node) }
 
-func (p *Ports) idle() {
-	if !p.net.measureCPU {
-		return
-	}
-	if end, ok := threadCPU(); ok && p.workCounted {
-		p.node.cpu.Add(int64(end - p.workFrom))
-	}
-	runtime.UnlockOSThread()
-}
+func (p *Ports) idle() { p.stopWork() }
 
 func (n *Network) newPorts(nd *node) *Ports {
 	name := nd.module.Name()
@@ -343,10 +329,9 @@ type Ports struct {
 
 	local   chan any
 	workers sync.WaitGroup
-	// workFrom is the thread's CPU time when the goroutine last began to work, if
-	// workCounted (see working).
-	workFrom    time.Duration
-	workCounted bool
+	// stopWork ends the count of the module's goroutine's current stretch of work (see
+	// working).
+	stopWork func()
 
 	inputDone bool // EventInputDone was delivered
 }
