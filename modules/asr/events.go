@@ -101,7 +101,7 @@ func (r *runner) segmentStart(id iu.ID, seg vad.Segment) {
 		id: r.nextID, start: start, recv: start, fed: start,
 		agree:       NewLocalAgreement(r.m.cfg.Agreement),
 		speechStart: -1, speechEnd: -1,
-		seg: id, segEnd: -1,
+		seg: id, segEnd: -1, pauseEnd: -1, pauseSpeech: -1,
 		overAgent: seg.Overlap,
 	}
 	for _, a := range r.recent {
@@ -129,6 +129,10 @@ func (r *runner) segmentPause(seg iu.ID, p vad.Pause) {
 	if u := r.cur; u != nil && u.seg == seg {
 		u.paused, u.sure = true, !p.Tentative
 		u.segEnd = samplesOf(p.End)
+		u.pauseEnd, u.pauseSpeech = u.segEnd, u.segEnd
+		if p.SpeechEnd > 0 { // 0: a VAD that does not say
+			u.pauseSpeech = min(samplesOf(p.SpeechEnd), u.segEnd)
+		}
 		if u.fin == nil {
 			u.overAgent = u.overAgent && p.Overlap
 		}
@@ -166,7 +170,7 @@ func (r *runner) endOfTurn(e vad.EndOfTurn) {
 		u.cut(u.end)
 	}
 	r.decodedTo = max(u.end, u.recv)
-	if j := r.running; j != nil && j.u == u && j.kind == jobPartial && !r.partialWillServe(j, u.speechEnd) {
+	if j := r.running; j != nil && j.u == u && j.kind == jobPartial && !r.partialWillServe(j, u.spokenTo(u.speechEnd)) {
 		// A partial of this utterance is running: the final decode matters more.
 		r.cancel()
 	}

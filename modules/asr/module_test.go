@@ -131,6 +131,9 @@ type step struct {
 	// (tentative: a tentative one, tentativeLag ago, which sure makes sure); resume
 	// withdraws it (the speech went on). An end after a pause ends the segment where the pause said.
 	pause, resume, tentative, sure bool
+	// pad is the VAD's padding after the speech the pause reports (Pause.SpeechEnd is
+	// its End less pad; 0: not said).
+	pad time.Duration
 	// wait blocks the driver until the channel is closed (real clock only).
 	wait <-chan struct{}
 }
@@ -179,7 +182,11 @@ func markingDriver(steps []step, pace bool, mark func(string)) iu.Module {
 				if s.tentative {
 					lag = tentativeLag
 				}
-				pause, paused = p.NewIU(vad.Pause{End: durOf(pos) - lag, Tentative: s.tentative, Overlap: s.overlap}, seg.ID), true
+				pl := vad.Pause{End: durOf(pos) - lag, Tentative: s.tentative, Overlap: s.overlap}
+				if s.pad > 0 {
+					pl.SpeechEnd = pl.End - s.pad
+				}
+				pause, paused = p.NewIU(pl, seg.ID), true
 				if mark != nil {
 					mark("pause")
 				}

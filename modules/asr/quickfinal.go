@@ -16,10 +16,23 @@ type partialDecode struct {
 }
 
 // partialServes reports whether partial p can be the final of an utterance whose speech
-// ends at speechEnd: quick finals are on and p decoded the audio up to the speech's end
-// or beyond (what follows the speech is silence, by the VAD).
+// ends at speechEnd (before the VAD's padding, when known: utterance.spokenTo): quick
+// finals are on and p decoded the audio up to the speech's end or beyond (what follows
+// the speech is silence, by the VAD).
 func partialServes(quick bool, p partialDecode, speechEnd int64) bool {
 	return quick && p.done && speechEnd >= 0 && p.end >= speechEnd
+}
+
+// spokenTo returns where the speech that ends at padded (a padded segment end, -1 when
+// unknown) stopped, as its pause said: the padding is silence to the VAD, so a partial
+// that stops within it decoded all the speech. A partial decoded every hop ends there
+// as often as at the padded end, and taking it saves a decode after the pause (a
+// whisper decode: 100–200 ms on 2 cores).
+func (u *utterance) spokenTo(padded int64) int64 {
+	if padded >= 0 && padded == u.pauseEnd {
+		return u.pauseSpeech
+	}
+	return padded
 }
 
 // partialAtPause reports whether a partial decode is due at once, whatever the hop:

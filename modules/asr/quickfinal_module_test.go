@@ -79,6 +79,37 @@ func TestModuleQuickFinals(t *testing.T) {
 
 var _ asr.QuickFinals = (*quickScripted)(nil)
 
+// TestModuleQuickFinalWithinThePadding: the VAD pads the speech, and the padding is
+// silence to it: a partial that decoded the speech up to where its pause says it stopped
+// is the final, though it stops within the padding; without that end, a partial runs at
+// the pause.
+func TestModuleQuickFinalWithinThePadding(t *testing.T) {
+	// The utterance's audio starts at 0.2 s and the pause says the speech ends at 1.3 s
+	// padded; partials every 260 ms decode it to 1.24 s, the next one to 1.5 s.
+	for _, tt := range []struct {
+		pad          time.Duration
+		partialAfter bool
+	}{{0, true}, {60 * time.Millisecond, false}} {
+		steps := []step{{frames: 20}, {onset: true}, {frames: 50}, {pause: true, pad: tt.pad}, {frames: 3}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
+		cfg := scriptedConfig()
+		cfg.Hop = 260 * time.Millisecond
+		cfg.SpeculateAtPause = true
+		e := &quickScripted{sideScripted: sideScripted{scripted: scripted{partials: []string{"go", "go forward", "go forward ten"}}, finals: []string{"go forward ten meters"}}, quick: true}
+		got, err := runDriver(t, cfg, e, markingDriver(steps, true, e.record), true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if utts := asrtest.Contract(t, got); len(utts) != 1 || utts[0].Text != "go forward ten" {
+			t.Fatalf("pad %v: utterances %+v", tt.pad, utts)
+		}
+		calls := strings.Join(e.calls(), ",")
+		_, afterPause, _ := strings.Cut(calls, "pause")
+		if strings.Contains(calls, "finalof") || strings.Contains(afterPause, "partial") != tt.partialAfter {
+			t.Errorf("pad %v: engine calls %s, want a partial after the pause %v and no FinalOf", tt.pad, calls, tt.partialAfter)
+		}
+	}
+}
+
 // TestModuleQuickFinalAtEndOfTurn: when the end of turn comes before the trailing audio
 // after the speech is in, a partial that decoded all of the speech is the final at once,
 // without waiting for that audio.

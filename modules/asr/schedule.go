@@ -38,7 +38,7 @@ func (r *runner) speculation(u *utterance) (end int64, due bool) {
 		return 0, false
 	}
 	end = r.speculationEnd(u)
-	return end, u.recv >= end || partialServes(r.quick, u.partial, u.segEnd)
+	return end, u.recv >= end || partialServes(r.quick, u.partial, u.spokenTo(u.segEnd))
 }
 
 // feedEnd is how far the streaming pass may be fed now. When its final may be its own
@@ -81,11 +81,11 @@ func (r *runner) schedule(ctx context.Context) (took bool, err error) {
 	}
 	u := r.queue[0]
 	if j := r.running; j != nil {
-		if _, due := r.speculation(u); due && j.u == u && j.kind == jobPartial && !r.partialWillServe(j, u.segEnd) {
+		if _, due := r.speculation(u); due && j.u == u && j.kind == jobPartial && !r.partialWillServe(j, u.spokenTo(u.segEnd)) {
 			// The speculation is what the end of the turn will wait for; the partial
 			// in its way is only about the silence after the speech.
 			r.cancel()
-		} else if j.u == u && j.kind == jobPartial && u.fin == nil && partialAtPause(r.quick, u.paused, j.from+int64(len(j.feed)), u.recv, u.segEnd) {
+		} else if j.u == u && j.kind == jobPartial && u.fin == nil && partialAtPause(r.quick, u.paused, j.from+int64(len(j.feed)), u.recv, u.spokenTo(u.segEnd)) {
 			// The speech paused: the partial that decodes all of it is the final, so
 			// the one that stops short of its end gives way.
 			r.cancel()
@@ -104,7 +104,7 @@ func (r *runner) schedule(ctx context.Context) (took bool, err error) {
 		}
 	}
 	switch specEnd, specDue := r.speculation(u); {
-	case u.ended && u.fin == nil && r.finalFromPartial(u, u.end, u.speechEnd, false):
+	case u.ended && u.fin == nil && r.finalFromPartial(u, u.end, u.spokenTo(u.speechEnd), false):
 		// The turn ended and a partial decoded all its speech: that is the final,
 		// whether or not the trailing audio is in.
 		return true, nil
@@ -118,7 +118,7 @@ func (r *runner) schedule(ctx context.Context) (took bool, err error) {
 		r.endJob(&j, u, u.end)
 		u.fin = &finalDecode{seq: j.seq, end: u.end, started: r.p.Now()}
 	case specDue:
-		if r.finalFromPartial(u, specEnd, u.segEnd, true) {
+		if r.finalFromPartial(u, specEnd, u.spokenTo(u.segEnd), true) {
 			return true, r.earlyFinal(ctx, u)
 		}
 		r.endJob(&j, u, specEnd)
@@ -128,10 +128,10 @@ func (r *runner) schedule(ctx context.Context) (took bool, err error) {
 		// Nothing new to hear until speech resumes (which drops the speculation), and
 		// nothing to feed after the end of turn when the final decode is FinalOf.
 		return false, nil
-	case r.feedEnd(u)-u.fed >= r.hop, partialAtPause(r.quick, u.paused, u.fed, r.feedEnd(u), u.segEnd):
+	case r.feedEnd(u)-u.fed >= r.hop, partialAtPause(r.quick, u.paused, u.fed, r.feedEnd(u), u.spokenTo(u.segEnd)):
 		to := r.feedEnd(u)
 		j.kind, j.start, j.feed, j.from = jobPartial, !u.started, u.span(u.fed, to), u.fed
-		j.atPause = partialAtPause(r.quick, u.paused, u.fed, to, u.segEnd)
+		j.atPause = partialAtPause(r.quick, u.paused, u.fed, to, u.spokenTo(u.segEnd))
 		u.fed, u.started = to, true
 	default:
 		return false, nil

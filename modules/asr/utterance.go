@@ -52,6 +52,9 @@ type utterance struct {
 	segEnd int64
 	paused bool
 	sure   bool
+	// pauseEnd is the padded end of the latest pause of the speech, pauseSpeech where its
+	// speech stopped (-1: no pause yet): the VAD heard none between them.
+	pauseEnd, pauseSpeech int64
 	// partial is the latest partial decode, when the engine's quick finals may take it
 	// as the final (QuickFinals).
 	partial partialDecode

@@ -118,8 +118,9 @@ type event struct {
 	Kind eventKind
 	// Start and End of the segment (evOnset sets Start and RawStart, evEnd all three).
 	Start, End int64
-	// RawStart is the first speech window of the segment, before padding.
-	RawStart int64
+	// RawStart is the first speech window of the segment, before padding; RawEnd (of an
+	// evPause) where its speech stopped, before padding.
+	RawStart, RawEnd int64
 	// At is the stream position where the event was decided (the end of the window that
 	// decided it).
 	At int64
@@ -202,7 +203,7 @@ func (d *detector) Push(prob float32, realEnd int64) []event {
 			// the end (a reply prepared ahead) may start now.
 			d.tentative, d.tentativeEnd = true, d.voiceEnd
 			evs = append(evs, event{Kind: evPause, Start: max(d.open.start-p.pad, d.base),
-				End: min(d.voiceEnd+p.pad, d.limit), RawStart: d.open.start, At: d.next, Tentative: true})
+				End: min(d.voiceEnd+p.pad, d.limit), RawStart: d.open.start, RawEnd: d.voiceEnd, At: d.next, Tentative: true})
 		}
 	}
 	evs = d.confirm(evs)
@@ -252,7 +253,7 @@ func (d *detector) speechEnded(kept bool, end int64, evs []event) []event {
 // pause is the evPause of the open segment, which has ended at its rawEnd.
 func (d *detector) pause() event {
 	o := d.open
-	return event{Kind: evPause, Start: max(o.start-d.p.pad, d.base), End: min(o.rawEnd+d.p.pad, d.limit), RawStart: o.start, At: d.next}
+	return event{Kind: evPause, Start: max(o.start-d.p.pad, d.base), End: min(o.rawEnd+d.p.pad, d.limit), RawStart: o.start, RawEnd: o.rawEnd, At: d.next}
 }
 
 // confirm reports the onset of a running candidate as soon as it is sure to be kept.

@@ -193,8 +193,8 @@ func TestDetectorEventTiming(t *testing.T) {
 	if pause.At < 30*w+p.minSilence || pause.At > 30*w+p.minSilence+2*w {
 		t.Errorf("pause reported at %d, want within two windows after %d", pause.At, 30*w+p.minSilence)
 	}
-	if pause.End != 30*w+p.pad {
-		t.Errorf("pause end %d, want %d", pause.End, 30*w+p.pad)
+	if pause.End != 30*w+p.pad || pause.RawEnd != 30*w {
+		t.Errorf("pause end %d raw %d, want %d and %d", pause.End, pause.RawEnd, 30*w+p.pad, 30*w)
 	}
 	// The end is reported once MergeGap has passed since the raw end (window 30).
 	if end.At < 30*w+p.mergeGap || end.At > 30*w+p.mergeGap+w {
@@ -247,6 +247,9 @@ func TestDetectorTentativePauses(t *testing.T) {
 			for _, e := range evs {
 				if e.Kind == evPause && e.Tentative && e.At-e.End+p.pad > p.minSilence {
 					t.Errorf("tentative pause %+v reported after MinSilence", e)
+				}
+				if e.Kind == evPause && e.RawEnd != e.End-p.pad && e.End != realLen {
+					t.Errorf("pause %+v: its raw end is not its end less the padding", e)
 				}
 			}
 		})

@@ -159,6 +159,9 @@ func (s Segment) Summary() string {
 // before.
 type Pause struct {
 	End time.Duration
+	// SpeechEnd is where the speech stopped: End without the padding. The VAD heard
+	// no speech after it.
+	SpeechEnd time.Duration
 	// Tentative says the silence has not lasted MinSilence yet.
 	Tentative bool
 	// Overlap says that the agent was audible when the pause was reported (or made
@@ -520,7 +523,7 @@ func (r *runner) events(ctx context.Context, evs []event) error {
 			if r.open == nil {
 				continue
 			}
-			u := r.p.NewIU(Pause{End: dur(ev.End), Tentative: ev.Tentative, Overlap: r.audibleNow}, r.open.ID)
+			u := r.p.NewIU(Pause{End: dur(ev.End), SpeechEnd: dur(min(ev.RawEnd, ev.End)), Tentative: ev.Tentative, Overlap: r.audibleNow}, r.open.ID)
 			r.pause = &u
 			ups = append(ups, iu.AddOf(u))
 		case evPauseSure:
