@@ -208,9 +208,6 @@ func validBargeIn(b turntaking.BargeInConfig) error {
 			return fmt.Errorf("evidence.%s %g (want 0 to 1)", c.key, c.v)
 		}
 	}
-	if e.PhraseWords < 0 {
-		return fmt.Errorf("evidence.phrase_words %d must not be negative (0: off)", e.PhraseWords)
-	}
 	if e.KeywordSound < 0 || e.Rejoin < 0 || b.MaxBackchannel < 0 || b.YieldWindow < 0 || b.ContinueWindow < 0 {
 		return errors.New("durations (evidence.keyword_sound, evidence.rejoin, max_backchannel, yield_window, continue_window) must not be negative")
 	}

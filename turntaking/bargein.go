@@ -262,8 +262,6 @@ func (b *bargeIn) interruption() string {
 	switch {
 	case stable >= 2:
 		return "barge-in: confident words"
-	case s.Kind == SoundVoice && !s.Ended && ev.PhraseWords > 0 && lex.agreedPhrase(s.Words, b.prev, b.prev2) >= ev.PhraseWords:
-		return "barge-in: a phrase, not a backchannel"
 	case s.Kind == SoundVoice && b.longChecked && !s.Ended && stable >= 1,
 		s.Kind == SoundVoice && b.farPast && !s.Ended && lex.steadyWord(s.Words, b.prev, b.prev2):
 		return "barge-in: too long for a backchannel"

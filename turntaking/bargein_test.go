@@ -522,19 +522,6 @@ func TestSoftBargeIns(t *testing.T) {
 			final: Overlap,
 		},
 		{
-			// two-questions-03 of the evaluation (espeak-ng): "and where does he live" over
-			// the answer, 2 s into it.
-			name: "a voice whose decodes agree on three different words, however doubtful, interrupts",
-			steps: concat(speakingAgent(), []step{
-				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
-				{ms: 3510, ev: voice(3510, "and:0.13", "what:0.40", "the:1")},
-				{ms: 3550, ev: voice(3550, "and:0.17", "why:0.33", "about:1")},
-				{ms: 3590, ev: voice(3590, "and:0.17", "why:0.33", "about:1")},
-				{ms: 3630, ev: voice(3630, "and:0.14", "why:0.05", "about:0.16"), want: []string{"interrupt 2"}},
-			}),
-			final: Overlap,
-		},
-		{
 			// "actually, tell me about the moon" over the agent on the simulated laptop
 			// (the evaluation's barge-in-early-05): the decodes never agree on how it
 			// opens, and hold "tell" from the third on.
@@ -843,7 +830,7 @@ func TestSoftBargeIns(t *testing.T) {
 				{ms: 3030, ev: candidate(onset), want: []string{"duck 2 -12"}},
 				{ms: 3160, ev: voice(3160, "look:0.08", "how:0.24")},
 				{ms: 3260, ev: speechStart(onset)},
-				{ms: 3880, ev: voice(3880, "look:0.08", "hang:0.05", "in:0.99", "us:1")},
+				{ms: 3880, ev: voice(3880, "look:0.08", "hang:0.05", "on:0.99", "us:1")},
 				{ms: 4240, ev: voice(4240, "look:0.07", "hang:0.08", "on:0.99", "a:0.57", "second:1")},
 				{ms: 4280, ev: voice(4280, "look:0.07", "hang:0.08", "on:1", "a:0.56", "second:1")},
 				{ms: 4340, ev: ended(voice(4320, "look:0.08", "hang:0.09", "on:1", "a:0.56", "second:1"), 4330), want: []string{"unduck 2"}},

@@ -96,11 +96,6 @@ type EvidenceConfig struct {
 	// words is a user turn (after the agent's), not a backchannel. The final decode's
 	// confidences are steadier than those of decodes of a sound cut short.
 	TurnWordConfidence float32 `yaml:"turn_word_confidence"`
-	// PhraseWords: a voice (not a hum) whose three decodes in a row open with the same
-	// words, this many real words among them however doubtful and none twice,
-	// interrupts: a backchannel is a word or two, and a hum's drift repeats short words
-	// (0: off).
-	PhraseWords int `yaml:"phrase_words"`
 	// BackchannelConfidence: two decodes in a row holding the same backchannel words,
 	// each this confident, end the ducking before the sound ends (it is still watched).
 	BackchannelConfidence float32 `yaml:"backchannel_confidence"`
@@ -214,7 +209,6 @@ func DefaultConfig() Config {
 				RepeatConfidence:      0.1,
 				WordConfidence:        0.8,
 				TurnWordConfidence:    0.5,
-				PhraseWords:           3,
 				BackchannelConfidence: 0.8,
 				DoubtConfidence:       0.25,
 				Rejoin:                700 * time.Millisecond,

@@ -228,30 +228,6 @@ func (l *lexicon) confidentLead(cur, prev, prev2 []ScoredWord) int {
 	return n
 }
 
-// agreedPhrase counts the real words (not part of any backchannel) among the words
-// that open the decodes cur, prev and prev2 alike, whatever their confidence; 0 when
-// one of them comes twice. A backchannel is a word or two, and a hum's drift repeats
-// short words ("an(0.38) an(0.37) may(1) can(1)"); decodes of a phrase agree on more
-// words than that, while their confidences stay low in a voice the recogniser was not
-// trained on ("and(0.17) why(0.14) about(0.45)" for "and where does he live").
-func (l *lexicon) agreedPhrase(cur, prev, prev2 []ScoredWord) int {
-	seen := map[string]bool{}
-	for i := 0; i < len(cur) && i < len(prev) && i < len(prev2); i++ {
-		w := normalizeWord(cur[i].Text)
-		if w != normalizeWord(prev[i].Text) || w != normalizeWord(prev2[i].Text) {
-			break
-		}
-		if l.backWords[w] || !lexical(w) {
-			continue
-		}
-		if seen[w] {
-			return 0
-		}
-		seen[w] = true
-	}
-	return len(seen)
-}
-
 // steadyWord reports whether a real word (not part of any backchannel) is in each of
 // the decodes cur, prev and prev2, wherever they place it, at least
 // TurnWordConfidence confident in two of them. A voice's opening can stay in doubt
