@@ -25,9 +25,9 @@ func partialServes(quick bool, p partialDecode, speechEnd int64) bool {
 
 // spokenTo returns where the speech that ends at padded (a padded segment end, -1 when
 // unknown) stopped, as its pause said: the padding is silence to the VAD, so a partial
-// that stops within it decoded all the speech. The hop partial running at the pause
-// often stops there, and taking it saves a decode after the pause (a whisper decode:
-// 100–200 ms on 2 cores).
+// that stops within it decoded all the speech. Taking the hop partial running at the
+// pause when it stops there saves a decode after the pause (a whisper decode: 100–200
+// ms on 2 cores).
 func (u *utterance) spokenTo(padded int64) int64 {
 	if padded >= 0 && padded == u.pauseEnd {
 		return u.pauseSpeech
