@@ -110,8 +110,12 @@ type node struct {
 	rank      int // its place in the network's order (Add), which orders it on a virtual clock
 	consumers []*node
 	producers int
+	// feedback[i] says that the edge to consumers[i] closes a cycle (Run's feedbackEdges):
+	// its messages go through the consumer's relay, and sending them never blocks.
+	feedback []bool
 
 	inbox chan Message
+	relay *relay        // nil unless a feedback edge ends here
 	live  atomic.Int32  // producers still running
 	done  chan struct{} // closed when the module returned
 	cpu   atomic.Int64  // nanoseconds of CPU its goroutines used (WithCPUAccounting)
@@ -189,6 +193,43 @@ func (n *Network) ConnectNames(producer, consumer string) error {
 	return nil
 }
 
+// markFeedbackEdges finds, for every cycle of the network, an edge that closes it: the
+// edges a depth-first search in the order of Add and Connect reaches a module still on its
+// path by. Every cycle holds one, and with those edges never blocking, modules of a
+// cycle cannot all wait on each other's full inboxes: the manager sending to the speaker
+// while the speaker sends to the manager. The microphone's path, which starts the
+// network, stays bounded.
+func (n *Network) markFeedbackEdges() {
+	const (
+		unseen = iota
+		onPath
+		finished
+	)
+	state := make(map[*node]int, len(n.nodes))
+	var visit func(nd *node)
+	visit = func(nd *node) {
+		state[nd] = onPath
+		nd.feedback = make([]bool, len(nd.consumers))
+		for i, c := range nd.consumers {
+			switch state[c] {
+			case unseen:
+				visit(c)
+			case onPath:
+				nd.feedback[i] = true
+				if c.relay == nil {
+					c.relay = newRelay()
+				}
+			}
+		}
+		state[nd] = finished
+	}
+	for _, nd := range n.nodes {
+		if state[nd] == unseen {
+			visit(nd)
+		}
+	}
+}
+
 // Run starts every module on its own goroutine and waits until all have returned.
 //
 // Cancelling ctx stops the network gracefully: every module receives what is already in
@@ -200,9 +241,13 @@ func (n *Network) Run(ctx context.Context) error {
 		return errors.New("iu: network already ran")
 	}
 	n.ran = true
+	n.markFeedbackEdges()
 	for _, nd := range n.nodes {
 		nd.inbox = make(chan Message, n.inboxSize)
 		nd.live.Store(int32(nd.producers))
+		if nd.relay != nil {
+			go nd.relay.run(nd.done, n.endUnit)
+		}
 	}
 
 	modCtx, cancelModules := context.WithCancelCause(context.Background())
@@ -333,7 +378,8 @@ type Ports struct {
 	// working).
 	stopWork func()
 
-	inputDone bool // EventInputDone was delivered
+	inputDone  bool // EventInputDone was delivered
+	inputEnded bool // every producer ended; EventInputDone follows once nothing is queued
 }
 
 // EventKind says what Next returned.
@@ -379,10 +425,11 @@ func (p *Ports) run(ctx context.Context) error {
 				}
 			}()
 		}
-		for _, c := range nd.consumers {
+		for i, c := range nd.consumers {
 			if c.live.Add(-1) == 0 {
-				// The last producer tells the consumer in band, after everything it sent.
-				p.deliver(context.Background(), c, Message{endOfInput: true})
+				// The last producer tells the consumer, after everything it sent; the
+				// consumer takes what other producers' feedback edges still hold first.
+				p.deliver(context.Background(), i, Message{endOfInput: true})
 			}
 		}
 		p.end() // this goroutine stops running
@@ -390,25 +437,36 @@ func (p *Ports) run(ctx context.Context) error {
 	return nd.module.Run(ctx, p)
 }
 
-// deliver puts m into c's inbox; on a virtual clock the message is a unit of work from
-// now until the consumer takes it.
-func (p *Ports) deliver(ctx context.Context, c *node, m Message) error {
+// deliver puts m into the inbox of the module's i-th consumer, or its relay if the edge
+// is a feedback edge; on a virtual clock the message is a unit of work from now until
+// the consumer takes it.
+func (p *Ports) deliver(ctx context.Context, i int, m Message) error {
+	c := p.node.consumers[i]
 	select {
 	case <-c.done:
 		return nil // the consumer is gone
 	default:
 	}
-	p.begin()
-	select {
-	case c.inbox <- m:
-		return nil
-	case <-c.done:
-		p.end() // the consumer is gone; nothing is in flight
-		return nil
-	case <-ctx.Done():
-		p.end()
-		return ctx.Err()
+	to, feedback := c.inbox, p.node.feedback[i]
+	if feedback {
+		// Counted before it can be taken, so that the consumer cannot miss it (drained).
+		to = c.relay.in
+		c.relay.pending.Add(1)
 	}
+	p.begin()
+	var err error
+	select {
+	case to <- m:
+		return nil
+	case <-c.done: // the consumer is gone
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	p.end() // nothing is in flight
+	if feedback {
+		c.relay.pending.Add(-1)
+	}
+	return err
 }
 
 func (p *Ports) begin() {
@@ -417,9 +475,12 @@ func (p *Ports) begin() {
 	}
 }
 
-func (p *Ports) end() {
-	if p.net.sched != nil {
-		p.net.sched.End()
+func (p *Ports) end() { p.net.endUnit() }
+
+// endUnit ends a unit of work on a virtual clock.
+func (n *Network) endUnit() {
+	if n.sched != nil {
+		n.sched.End()
 	}
 }
 
@@ -463,8 +524,8 @@ func (p *Ports) Send(ctx context.Context, updates ...Update) error {
 			o.Observe(now, msg)
 		}
 	}
-	for _, c := range p.node.consumers {
-		if err := p.deliver(ctx, c, msg); err != nil {
+	for i := range p.node.consumers {
+		if err := p.deliver(ctx, i, msg); err != nil {
 			return err
 		}
 	}
@@ -535,10 +596,18 @@ func (p *Ports) Next(ctx context.Context, deadline time.Time) (Event, error) {
 // end-of-input marker after a stop already ended the input).
 func (p *Ports) next(ctx context.Context, deadline time.Time) (ev Event, ok bool, err error) {
 	nd := p.node
+	var relayed chan Message
+	if nd.relay != nil {
+		relayed = nd.relay.out
+	}
 	// Events that are ready now, without giving up the goroutine's running state.
 	select {
 	case m := <-nd.inbox:
 		p.end() // the message's unit of work merges into this running goroutine
+		return p.received(m)
+	case m := <-relayed:
+		nd.relay.pending.Add(-1)
+		p.end()
 		return p.received(m)
 	case v := <-p.local:
 		p.end()
@@ -551,9 +620,12 @@ func (p *Ports) next(ctx context.Context, deadline time.Time) (ev Event, ok bool
 	stopping := p.net.stopping
 	if p.inputDone {
 		stopping = nil
-	} else if p.isStopping() {
-		p.inputDone = true
-		return Event{Kind: EventInputDone}, true, nil
+	} else if p.inputEnded || p.stopRequested() {
+		if p.drained() {
+			p.inputDone = true
+			return Event{Kind: EventInputDone}, true, nil
+		}
+		stopping = nil // what is still queued comes first
 	}
 	var timerC <-chan time.Time
 	var timer clock.Timer
@@ -583,6 +655,10 @@ func (p *Ports) next(ctx context.Context, deadline time.Time) (ev Event, ok bool
 	case m := <-nd.inbox:
 		stopTimer()
 		return p.received(m)
+	case m := <-relayed:
+		nd.relay.pending.Add(-1)
+		stopTimer()
+		return p.received(m)
 	case v := <-p.local:
 		stopTimer()
 		return Event{Kind: EventLocal, Local: v}, true, nil
@@ -599,23 +675,67 @@ func (p *Ports) next(ctx context.Context, deadline time.Time) (ev Event, ok bool
 	}
 }
 
+// received makes m an event. The end of input becomes one once nothing is queued: a
+// feedback edge's relay may still hold messages of producers that ended before.
 func (p *Ports) received(m Message) (Event, bool, error) {
 	if m.endOfInput {
-		if p.inputDone {
-			return Event{}, false, nil
+		if !p.inputDone {
+			p.inputEnded = true
 		}
-		p.inputDone = true
-		return Event{Kind: EventInputDone}, true, nil
+		return Event{}, false, nil
 	}
 	return Event{Kind: EventMessage, Message: m}, true, nil
 }
 
-// isStopping reports whether the network is stopping and the inbox is drained.
-func (p *Ports) isStopping() bool {
+// stopRequested reports whether the network is stopping.
+func (p *Ports) stopRequested() bool {
 	select {
 	case <-p.net.stopping:
-		return len(p.node.inbox) == 0
+		return true
 	default:
 		return false
+	}
+}
+
+// drained reports whether nothing sent to the module waits to be taken, in its inbox or
+// its relay.
+func (p *Ports) drained() bool {
+	if r := p.node.relay; r != nil && r.pending.Load() > 0 {
+		return false
+	}
+	return len(p.node.inbox) == 0
+}
+
+// relay queues a module's messages on feedback edges (markFeedbackEdges): it takes each
+// at once, so that its sender never waits, and hands them on in order.
+type relay struct {
+	in, out chan Message
+	pending atomic.Int64 // messages being sent to in, or queued, and not yet taken from out
+}
+
+func newRelay() *relay { return &relay{in: make(chan Message), out: make(chan Message)} }
+
+// run queues what comes in until the consumer takes it. Once the consumer is gone, what
+// it never took ends its unit of work (a virtual clock would otherwise wait for it).
+func (r *relay) run(consumerDone <-chan struct{}, endUnit func()) {
+	var queue []Message
+	for {
+		var out chan Message
+		var head Message
+		if len(queue) > 0 {
+			out, head = r.out, queue[0]
+		}
+		select {
+		case m := <-r.in:
+			queue = append(queue, m)
+		case out <- head:
+			queue[0] = Message{}
+			queue = queue[1:]
+		case <-consumerDone:
+			for range queue {
+				endUnit()
+			}
+			return
+		}
 	}
 }

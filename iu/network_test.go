@@ -618,3 +618,110 @@ func TestWorkerResultsMeetTheirModulesInRankOrder(t *testing.T) {
 		t.Fatalf("the consumer received %v, want %v", got, want)
 	}
 }
+
+// TestCycleOfFullInboxesDoesNotDeadlock: two modules of a cycle each send faster than
+// the other reads (the manager telling the speaker to stop while the speaker reports its
+// progress): with bounded inboxes both ways each would wait on the other's full inbox.
+// The edge that closes the cycle never blocks, and nothing is lost or reordered.
+func TestCycleOfFullInboxesDoesNotDeadlock(t *testing.T) {
+	const requests, repliesEach = 40, 5
+	var got []int
+	asker := ModuleFunc{ModuleName: "asker", Fn: func(ctx context.Context, p *Ports) error {
+		for i := 0; i < requests; i++ { // all of them before reading a reply
+			u := p.NewIU(num(i))
+			if err := p.Send(ctx, AddOf(u), CommitOf(u)); err != nil {
+				return err
+			}
+		}
+		for len(got) < requests*repliesEach {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil {
+				return err
+			}
+			for _, up := range ev.Message.Updates {
+				if up.Type == Add {
+					got = append(got, int(up.IU.Payload.(num)))
+				}
+			}
+		}
+		return nil
+	}}
+	replier := ModuleFunc{ModuleName: "replier", Fn: func(ctx context.Context, p *Ports) error {
+		next := 0
+		for {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil || ev.Kind == EventInputDone {
+				return err
+			}
+			for range repliesEach {
+				u := p.NewIU(num(next))
+				next++
+				if err := p.Send(ctx, AddOf(u), CommitOf(u)); err != nil {
+					return err
+				}
+			}
+		}
+	}}
+	n := NewNetwork(WithInboxSize(1))
+	if err := n.Add(asker, replier); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]Module{{asker, replier}, {replier, asker}} {
+		if err := n.Connect(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the cycle deadlocked: the network ran until its context ended")
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("reply %d is %d: replies were lost or reordered (%v)", i, v, got)
+		}
+	}
+}
+
+// TestEndOfInputWaitsForFeedbackMessages: a producer on a feedback edge ends before the
+// consumer's last other producer, whose end of input reaches the inbox while the relay
+// still holds the first one's messages. The consumer still gets all of them before
+// EventInputDone.
+func TestEndOfInputWaitsForFeedbackMessages(t *testing.T) {
+	const total = 30
+	for round := 0; round < 20; round++ {
+		fedBackDone := make(chan struct{})
+		out := make(chan []received, 1)
+		// consumer -> echoer makes echoer -> consumer a feedback edge (consumer is first).
+		consumer := ModuleFunc{ModuleName: "consumer", Fn: func(ctx context.Context, p *Ports) error {
+			<-fedBackDone
+			time.Sleep(10 * time.Millisecond) // let the last producer's end of input arrive
+			return sink("inner", out, nil).Run(ctx, p)
+		}}
+		echoer := ModuleFunc{ModuleName: "echoer", Fn: func(ctx context.Context, p *Ports) error {
+			defer close(fedBackDone)
+			return source("", total).Run(ctx, p)
+		}}
+		last := ModuleFunc{ModuleName: "last", Fn: func(ctx context.Context, p *Ports) error {
+			<-fedBackDone
+			time.Sleep(2 * time.Millisecond) // end after the echoer
+			return nil
+		}}
+		n := NewNetwork()
+		if err := n.Add(consumer, echoer, last); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range [][2]Module{{consumer, echoer}, {echoer, consumer}, {last, consumer}} {
+			if err := n.Connect(l[0], l[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustRun(t, n)
+		if got := <-out; len(got) != total {
+			t.Fatalf("round %d: the consumer got %d messages before the end of its input, want %d", round, len(got), total)
+		}
+	}
+}
