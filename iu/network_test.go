@@ -725,3 +725,76 @@ func TestEndOfInputWaitsForFeedbackMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedbackToAnEndedModuleDoesNotHoldVirtualTime: a module of a cycle ends while its
+// relay still holds messages fed back to it; on a virtual clock they must not hold time
+// still (each is a unit of work until taken), or the ticks after would never come.
+func TestFeedbackToAnEndedModuleDoesNotHoldVirtualTime(t *testing.T) {
+	start := time.Unix(1000, 0)
+	vc := clock.NewVirtual(start)
+	defer vc.Close()
+	early := ModuleFunc{ModuleName: "early", Fn: func(ctx context.Context, p *Ports) error {
+		for ticks := 0; ticks < 3; {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil {
+				return err
+			}
+			if ev.Kind == EventMessage && ev.Message.From == "tick" {
+				ticks++
+				u := p.NewIU(num(ticks))
+				if err := p.Send(ctx, AddOf(u), CommitOf(u)); err != nil {
+					return err
+				}
+			}
+		}
+		// Still running (virtual time stands still), let the echoes of the third tick
+		// reach the relay; then end without taking them.
+		time.Sleep(20 * time.Millisecond)
+		return nil
+	}}
+	echo := ModuleFunc{ModuleName: "echo", Fn: func(ctx context.Context, p *Ports) error {
+		for {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil || ev.Kind == EventInputDone {
+				return err
+			}
+			if ev.Kind != EventMessage {
+				continue
+			}
+			for i := 0; i < 5; i++ {
+				u := p.NewIU(num(i))
+				if err := p.Send(ctx, AddOf(u), CommitOf(u)); err != nil {
+					return err
+				}
+			}
+		}
+	}}
+	var last time.Duration
+	late := ModuleFunc{ModuleName: "late", Fn: func(ctx context.Context, p *Ports) error {
+		for {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil || ev.Kind == EventInputDone {
+				return err
+			}
+			last = p.Now().Sub(start)
+		}
+	}}
+	tk := ticker("tick", time.Second, 10)
+	n := NewNetwork(WithClock(vc))
+	if err := n.Add(early, echo, late, tk); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]Module{{tk, early}, {tk, echo}, {tk, late}, {early, echo}, {echo, early}} {
+		if err := n.Connect(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if last != 10*time.Second {
+		t.Fatalf("the last tick came at %v, want 10s", last)
+	}
+}
