@@ -110,15 +110,17 @@ type node struct {
 	rank      int // its place in the network's order (Add), which orders it on a virtual clock
 	consumers []*node
 	producers int
-	// feedback[i] says that the edge to consumers[i] closes a cycle (Run's feedbackEdges):
+	// feedback[i] says that the edge to consumers[i] closes a cycle (markFeedbackEdges):
 	// its messages go through the consumer's relay, and sending them never blocks.
 	feedback []bool
 
 	inbox chan Message
-	relay *relay        // nil unless a feedback edge ends here
-	live  atomic.Int32  // producers still running
-	done  chan struct{} // closed when the module returned
-	cpu   atomic.Int64  // nanoseconds of CPU its goroutines used (WithCPUAccounting)
+	relay *relay       // nil unless a feedback edge ends here
+	live  atomic.Int32 // producers still running
+	// producersDone is closed once every producer has ended (at once without any).
+	producersDone chan struct{}
+	done          chan struct{} // closed when the module returned
+	cpu           atomic.Int64  // nanoseconds of CPU its goroutines used (WithCPUAccounting)
 }
 
 // NewNetwork returns an empty network.
@@ -245,6 +247,10 @@ func (n *Network) Run(ctx context.Context) error {
 	for _, nd := range n.nodes {
 		nd.inbox = make(chan Message, n.inboxSize)
 		nd.live.Store(int32(nd.producers))
+		nd.producersDone = make(chan struct{})
+		if nd.producers == 0 {
+			close(nd.producersDone)
+		}
 		if nd.relay != nil {
 			go nd.relay.run(nd.done, n.endUnit)
 		}
@@ -416,25 +422,42 @@ func (p *Ports) run(ctx context.Context) error {
 			// The module ended before its input did (it knew its work was done): what its
 			// producers still send is nobody's work now. Take it, so that on a virtual
 			// clock it does not hold time still, until the last producer has ended.
-			go func() {
-				for m := range nd.inbox {
-					p.end()
-					if m.endOfInput {
-						return
-					}
-				}
-			}()
+			go p.drainAfterEnd()
 		}
 		for i, c := range nd.consumers {
 			if c.live.Add(-1) == 0 {
 				// The last producer tells the consumer, after everything it sent; the
 				// consumer takes what other producers' feedback edges still hold first.
 				p.deliver(context.Background(), i, Message{endOfInput: true})
+				close(c.producersDone)
 			}
 		}
 		p.end() // this goroutine stops running
 	}()
 	return nd.module.Run(ctx, p)
+}
+
+// drainAfterEnd takes what the module's producers still send after it ended (it knew
+// its work was done before its input ended): nobody's work now, which on a virtual clock
+// would otherwise hold time still. It returns once the last producer has ended (a
+// consumer that ended takes no end-of-input marker) and the inbox is empty.
+func (p *Ports) drainAfterEnd() {
+	nd := p.node
+	for {
+		select {
+		case <-nd.inbox:
+			p.end()
+		case <-nd.producersDone:
+			for {
+				select {
+				case <-nd.inbox:
+					p.end()
+				default:
+					return
+				}
+			}
+		}
+	}
 }
 
 // deliver puts m into the inbox of the module's i-th consumer, or its relay if the edge

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -796,5 +797,34 @@ func TestFeedbackToAnEndedModuleDoesNotHoldVirtualTime(t *testing.T) {
 	}
 	if last != 10*time.Second {
 		t.Fatalf("the last tick came at %v, want 10s", last)
+	}
+}
+
+// TestModuleEndingEarlyLeavesNoGoroutine: a module that ends before its input does has
+// what its producers still send taken for it, until they have all ended; nothing of it
+// stays behind after the network's run, whether it had producers or none.
+func TestModuleEndingEarlyLeavesNoGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for range 5 {
+		quitter := ModuleFunc{ModuleName: "quitter", Fn: func(ctx context.Context, p *Ports) error {
+			_, err := p.Next(ctx, time.Time{}) // one message, then done
+			return err
+		}}
+		idle := ModuleFunc{ModuleName: "idle", Fn: func(ctx context.Context, p *Ports) error { return nil }}
+		n := NewNetwork(WithInboxSize(2))
+		if err := n.Add(source("src", 50), quitter, idle); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Connect(n.byName["src"].module, quitter); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Fatalf("%d goroutines before five runs, %d after", before, after)
 	}
 }
