@@ -173,6 +173,22 @@ func (n *Network) Connect(producer, consumer Module) error {
 	return n.ConnectNames(producer.Name(), consumer.Name())
 }
 
+// FeedbackEdges returns the edges Run will send over without blocking, one in every
+// cycle of the network as connected so far (markFeedbackEdges), as producer and consumer
+// names.
+func (n *Network) FeedbackEdges() [][2]string {
+	n.markFeedbackEdges()
+	var edges [][2]string
+	for _, nd := range n.nodes {
+		for i, c := range nd.consumers {
+			if nd.feedback[i] {
+				edges = append(edges, [2]string{nd.module.Name(), c.module.Name()})
+			}
+		}
+	}
+	return edges
+}
+
 // ConnectNames is Connect by module name.
 func (n *Network) ConnectNames(producer, consumer string) error {
 	p, c := n.byName[producer], n.byName[consumer]
@@ -208,6 +224,9 @@ func (n *Network) markFeedbackEdges() {
 		finished
 	)
 	state := make(map[*node]int, len(n.nodes))
+	for _, nd := range n.nodes {
+		nd.relay = nil // edges connected since a FeedbackEdges call count too
+	}
 	var visit func(nd *node)
 	visit = func(nd *node) {
 		state[nd] = onPath

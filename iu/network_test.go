@@ -672,6 +672,9 @@ func TestCycleOfFullInboxesDoesNotDeadlock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if got, want := n.FeedbackEdges(), [][2]string{{"replier", "asker"}}; !slices.Equal(got, want) {
+		t.Fatalf("feedback edges %v, want %v: the edge back to the module added first", got, want)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := n.Run(ctx); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/parley-voice/parley/audio/room"
@@ -538,6 +539,14 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	for _, l := range links {
 		if err := net.ConnectNames(l[0], l[1]); err != nil {
 			return fail(err)
+		}
+	}
+	// The network sends over one edge of every cycle without blocking (iu.Network.Run);
+	// none may carry the microphone's audio, which must slow down with a recogniser that
+	// falls behind rather than queue without end.
+	for _, e := range net.FeedbackEdges() {
+		if slices.Contains([]string{NameInput, NameEcho, NameAEC}, e[0]) {
+			return fail(fmt.Errorf("pipeline: the microphone's edge %s → %s closes a cycle", e[0], e[1]))
 		}
 	}
 	return a, nil
