@@ -215,8 +215,8 @@ func (n *Network) ConnectNames(producer, consumer string) error {
 // edges a depth-first search in the order of Add and Connect reaches a module still on its
 // path by. Every cycle holds one, and with those edges never blocking, modules of a
 // cycle cannot all wait on each other's full inboxes: the manager sending to the speaker
-// while the speaker sends to the manager. The microphone's path, which starts the
-// network, stays bounded.
+// while the speaker sends to the manager. The search starts at the module added first,
+// whose edges are never among them (the agent adds its microphone first).
 func (n *Network) markFeedbackEdges() {
 	const (
 		unseen = iota
