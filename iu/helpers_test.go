@@ -98,3 +98,17 @@ func working(name string, work time.Duration, job func(*Ports, IU) any, done fun
 		return nil
 	}}
 }
+
+// lastArrival is a module that notes in *last when its latest message came, after start,
+// and returns at the end of its input.
+func lastArrival(name string, start time.Time, last *time.Duration) Module {
+	return ModuleFunc{ModuleName: name, Fn: func(ctx context.Context, p *Ports) error {
+		for {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil || ev.Kind == EventInputDone {
+				return err
+			}
+			*last = p.Now().Sub(start)
+		}
+	}}
+}

@@ -562,15 +562,7 @@ func TestModuleEndingEarlyDoesNotHoldVirtualTime(t *testing.T) {
 		return nil // done after three ticks, though ten come
 	}}
 	var last time.Duration
-	late := ModuleFunc{ModuleName: "late", Fn: func(ctx context.Context, p *Ports) error {
-		for {
-			ev, err := p.Next(ctx, time.Time{})
-			if err != nil || ev.Kind == EventInputDone {
-				return err
-			}
-			last = p.Now().Sub(start)
-		}
-	}}
+	late := lastArrival("late", start, &last)
 	n := NewNetwork(WithClock(vc))
 	tk := ticker("tick", time.Second, 10)
 	if err := n.Add(tk, early, late); err != nil {
@@ -774,15 +766,7 @@ func TestFeedbackToAnEndedModuleDoesNotHoldVirtualTime(t *testing.T) {
 		}
 	}}
 	var last time.Duration
-	late := ModuleFunc{ModuleName: "late", Fn: func(ctx context.Context, p *Ports) error {
-		for {
-			ev, err := p.Next(ctx, time.Time{})
-			if err != nil || ev.Kind == EventInputDone {
-				return err
-			}
-			last = p.Now().Sub(start)
-		}
-	}}
+	late := lastArrival("late", start, &last)
 	tk := ticker("tick", time.Second, 10)
 	n := NewNetwork(WithClock(vc))
 	if err := n.Add(early, echo, late, tk); err != nil {
