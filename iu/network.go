@@ -656,6 +656,12 @@ func (p *Ports) next(ctx context.Context, deadline time.Time) (ev Event, ok bool
 		return Event{Kind: EventLocal, Local: v}, true, nil
 	default:
 	}
+	if p.inputEnded && !p.inputDone && p.drained() {
+		// Before ctx: a producer that failed sent its end of input before the network
+		// cancelled every module, and what it sent is delivered.
+		p.inputDone = true
+		return Event{Kind: EventInputDone}, true, nil
+	}
 	if err := ctx.Err(); err != nil {
 		return Event{}, false, err
 	}
@@ -721,10 +727,15 @@ func (p *Ports) next(ctx context.Context, deadline time.Time) (ev Event, ok bool
 // feedback edge's relay may still hold messages of producers that ended before.
 func (p *Ports) received(m Message) (Event, bool, error) {
 	if m.endOfInput {
-		if !p.inputDone {
-			p.inputEnded = true
+		if p.inputDone {
+			return Event{}, false, nil
 		}
-		return Event{}, false, nil
+		p.inputEnded = true
+		if !p.drained() {
+			return Event{}, false, nil
+		}
+		p.inputDone = true
+		return Event{Kind: EventInputDone}, true, nil
 	}
 	return Event{Kind: EventMessage, Message: m}, true, nil
 }

@@ -815,3 +815,50 @@ func TestModuleEndingEarlyLeavesNoGoroutine(t *testing.T) {
 		t.Fatalf("%d goroutines before five runs, %d after", before, after)
 	}
 }
+
+// TestFailedProducerStillEndsItsConsumersInput: a producer that fails after sending
+// ends its consumer's input in band before its error cancels the network, so that a
+// consumer that reads on (a microphone's collector) gets everything sent and then
+// EventInputDone, not the cancellation.
+func TestFailedProducerStillEndsItsConsumersInput(t *testing.T) {
+	boom := errors.New("boom")
+	prod := ModuleFunc{ModuleName: "prod", Fn: func(ctx context.Context, p *Ports) error {
+		for i := 0; i < 5; i++ {
+			u := p.NewIU(num(i))
+			if err := p.Send(ctx, AddOf(u), CommitOf(u)); err != nil {
+				return err
+			}
+		}
+		return boom
+	}}
+	got, ended := 0, false
+	cons := ModuleFunc{ModuleName: "cons", Fn: func(ctx context.Context, p *Ports) error {
+		time.Sleep(50 * time.Millisecond) // the producer has failed, and the network cancelled its modules
+		for {
+			ev, err := p.Next(ctx, time.Time{})
+			if err != nil {
+				return err
+			}
+			switch ev.Kind {
+			case EventMessage:
+				got++
+			case EventInputDone:
+				ended = true
+				return nil
+			}
+		}
+	}}
+	n := NewNetwork()
+	if err := n.Add(prod, cons); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Connect(prod, cons); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Run(context.Background()); !errors.Is(err, boom) {
+		t.Fatalf("network error %v, want the producer's", err)
+	}
+	if got != 5 || !ended {
+		t.Fatalf("the consumer got %d of 5 messages, end of input %v", got, ended)
+	}
+}
