@@ -224,9 +224,6 @@ func (n *Network) markFeedbackEdges() {
 		finished
 	)
 	state := make(map[*node]int, len(n.nodes))
-	for _, nd := range n.nodes {
-		nd.relay = nil // edges connected since a FeedbackEdges call count too
-	}
 	var visit func(nd *node)
 	visit = func(nd *node) {
 		state[nd] = onPath
@@ -237,9 +234,6 @@ func (n *Network) markFeedbackEdges() {
 				visit(c)
 			case onPath:
 				nd.feedback[i] = true
-				if c.relay == nil {
-					c.relay = newRelay()
-				}
 			}
 		}
 		state[nd] = finished
@@ -263,6 +257,13 @@ func (n *Network) Run(ctx context.Context) error {
 	}
 	n.ran = true
 	n.markFeedbackEdges()
+	for _, nd := range n.nodes {
+		for i, c := range nd.consumers {
+			if nd.feedback[i] && c.relay == nil {
+				c.relay = newRelay()
+			}
+		}
+	}
 	for _, nd := range n.nodes {
 		nd.inbox = make(chan Message, n.inboxSize)
 		nd.live.Store(int32(nd.producers))

@@ -463,6 +463,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	// The microphone's path: the input, through the simulated laptop and the echo
 	// canceller when there are, to the VAD and the recogniser.
 	mic := NameInput
+	micPath := []string{mic} // the modules whose output is the microphone's audio
 	var micLinks [][2]string
 	if io.Echo != nil {
 		echo, err := source.NewEcho(NameEcho, *io.Echo)
@@ -472,6 +473,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		mods = append(mods, echo)
 		micLinks = append(micLinks, [2]string{mic, NameEcho}, [2]string{NameSpeaker, NameEcho})
 		mic = NameEcho
+		micPath = append(micPath, mic)
 	}
 	if io.EchoCancel {
 		aecMod, closeAEC, err := openAEC(NameAEC, cfg.Audio, aec.Config{Delay: io.EchoDelay})
@@ -483,6 +485,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 		mods = append(mods, aecMod)
 		micLinks = append(micLinks, [2]string{mic, NameAEC}, [2]string{NameSpeaker, NameAEC})
 		mic = NameAEC
+		micPath = append(micPath, mic)
 	}
 	// The speech-producing side: the LLM feeds the TTS directly, or through a module
 	// that holds every clause until the reply is complete (the turn-based baseline).
@@ -545,7 +548,7 @@ func Build(ctx context.Context, cfg Config, eng *Engines, io IO) (*Agent, error)
 	// none may carry the microphone's audio, which must slow down with a recogniser that
 	// falls behind rather than queue without end.
 	for _, e := range net.FeedbackEdges() {
-		if slices.Contains([]string{NameInput, NameEcho, NameAEC}, e[0]) {
+		if slices.Contains(micPath, e[0]) {
 			return fail(fmt.Errorf("pipeline: the microphone's edge %s → %s closes a cycle", e[0], e[1]))
 		}
 	}
