@@ -120,6 +120,22 @@ func (a *agentTurn) hear(at time.Time, h *AudioHeard) (finishedNow bool) {
 	return finishedNow
 }
 
+// says reports whether word (normalised) is one of the words of the clauses the speaker
+// has played so far (the one playing included). A nil turn says nothing.
+func (a *agentTurn) says(word string) bool {
+	if a == nil {
+		return false
+	}
+	for _, clause := range a.spoken {
+		for _, w := range strings.Fields(clause) {
+			if normalizeWord(w) == word {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // checkAllHeard marks a replied turn whose committed clauses were all heard to their end
 // as finished, though no chunk said it was the last (a reply cut short).
 func (a *agentTurn) checkAllHeard() bool {

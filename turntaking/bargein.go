@@ -1,6 +1,9 @@
 package turntaking
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // bargeIn is a barge-in under evaluation: a sound of the user's over the agent. It keeps
 // what is known of the sound and decides what it is (decide, decideOnTranscript); the
@@ -53,6 +56,20 @@ func (b *bargeIn) early() bool { return b.beganWithin(b.cfg.YieldWindow) }
 // audible sound: soon enough to be the user going on with a turn the agent took for
 // ended.
 func (b *bargeIn) continuing() bool { return b.beganWithin(b.cfg.ContinueWindow) }
+
+// userWords reports whether the decodes cur and prev both hold a word that is none of the
+// words of the agent's clauses played so far. A microphone that hears the speakers keeps a residue
+// of the agent's voice after the echo canceller, and the overlap decodes hear it as the
+// agent's own words ("you(1.00)" as the agent says "Anna, you"), which are no sign that
+// the user goes on.
+func (b *bargeIn) userWords(cur, prev []ScoredWord) bool {
+	for _, dec := range [][]ScoredWord{cur, prev} {
+		if !slices.ContainsFunc(dec, func(w ScoredWord) bool { return !b.agent.says(normalizeWord(w.Text)) }) {
+			return false
+		}
+	}
+	return true
+}
 
 // keepsUserTurn reports whether the sound, should it interrupt, goes on with the user's
 // turn rather than takes the agent's: it began within ContinueWindow of a reply's first
@@ -246,7 +263,7 @@ func (b *bargeIn) interruption() string {
 	switch {
 	case b.early():
 		return "barge-in: the user began as the agent did"
-	case s.Kind == SoundVoice && !s.Ended && b.continuing() && !b.heardBackchannel && len(s.Words) > 0 && len(b.prev) > 0:
+	case s.Kind == SoundVoice && !s.Ended && b.continuing() && !b.heardBackchannel && b.userWords(s.Words, b.prev):
 		return "barge-in: the user goes on with the turn"
 	case s.DecodedTo >= ev.KeywordSound && lex.hasInterruptWord(s.Words, ev.KeywordConfidence):
 		return "barge-in: an interrupt word"

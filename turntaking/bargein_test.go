@@ -476,6 +476,23 @@ func TestSoftBargeIns(t *testing.T) {
 			final: Overlap,
 		},
 		{
+			// hesitation-filled-03 of the evaluation on the simulated laptop, with the
+			// suppressor tuned for double talk: 500 ms into the answer "Anna, you can't find
+			// it", the canceller's residue of "you" makes a sound that two decodes hear as the
+			// agent's own word. It is no voice of the user's.
+			name: "the agent's own words in the decodes of a sound in its first 600 ms (the canceller's residue): no yield",
+			steps: concat(speakingAgent(), []step{
+				{ms: 2100, ev: Event{Audio: &AudioHeard{TurnID: 2, Playing: true,
+					Heard: &dialogue.Position{TurnID: 2, Clause: "Anna, you can't", WordStart: 6, WordEnd: 9, WordFraction: 0.5}}}},
+				{ms: 2560, ev: candidate(2470), want: []string{"duck 2 -12"}},
+				{ms: 2600, ev: sound(2470, SoundVoice, 102, "you:1")},
+				{ms: 2640, ev: sound(2470, SoundVoice, 142, "you:0.27")},
+				{ms: 2700, ev: sound(2470, SoundNoise, 202, "you:0.27")},
+				{ms: 2880, ev: droppedSound(2470), want: []string{"unduck 2"}},
+			}),
+			final: AgentSpeaking,
+		},
+		{
 			// backchannel-word-01 (festival cmu_us_slt_arctic_hts): "yeah", 300 ms into the answer.
 			name: "a backchannel word in the decodes of a voice in the agent's first 600 ms: no yield",
 			steps: concat(speakingAgent(), []step{
