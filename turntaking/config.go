@@ -41,8 +41,9 @@ type BargeInConfig struct {
 	// backchannel (two people who start at once: one yields). 0 turns the rule off.
 	YieldWindow time.Duration `yaml:"yield_window"`
 	// ContinueWindow: a voice that begins less than this after the agent became audible
-	// interrupts once two decodes in a row hold words and none has held a backchannel
-	// word, while it goes on: the user is going on with a turn the agent took for ended
+	// interrupts once two decodes in a row hold words (other than the agent's own, which a
+	// canceller's residue of its voice decodes as) and none has held a backchannel word,
+	// while it goes on: the user is going on with a turn the agent took for ended
 	// after a pause in it ("please turn off, … the kitchen light"). Hesitations last up to
 	// about a second, and the agent answers 300–400 ms into one, so a speaker who goes on
 	// does so within 600 ms of its first sound; a listener's backchannel that early is
