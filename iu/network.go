@@ -468,13 +468,9 @@ func (p *Ports) drainAfterEnd() {
 		case <-nd.inbox:
 			p.end()
 		case <-nd.producersDone:
-			for {
-				select {
-				case <-nd.inbox:
-					p.end()
-				default:
-					return
-				}
+			// Nothing is sent after it: what the inbox still holds is all there is.
+			if len(nd.inbox) == 0 {
+				return
 			}
 		}
 	}
