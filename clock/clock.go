@@ -40,11 +40,13 @@ type Scheduler interface {
 	// Settle lets the caller, a running unit of tracked work, wait for the end of the
 	// instant: it gives up its unit until every other one has ended and no timer is due
 	// now, then takes it back and returns. Callers settling together go on one at a
-	// time, lowest rank first, each once the work the previous one started has ended.
-	// So a result computed on a worker reaches its module at the same point of the
-	// instant whatever the real time the computation took. When ctx ends first it
-	// returns ctx.Err(), and the caller holds its unit again.
-	Settle(ctx context.Context, rank int) error
+	// time, lowest rank first, then lowest order (callers of one rank that may settle at
+	// once tell their order with it; equal ones go first come, first served), each once
+	// the work the previous one started has ended. So a result computed on a worker
+	// reaches its module at the same point of the instant whatever the real time the
+	// computation took. When ctx ends first it returns ctx.Err(), and the caller holds
+	// its unit again.
+	Settle(ctx context.Context, rank int, order uint64) error
 }
 
 // Sleep waits for d on c, or until ctx is done.

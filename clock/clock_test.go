@@ -127,7 +127,7 @@ func TestSettleOrdersAnInstantByRank(t *testing.T) {
 	v.Begin()
 	v.Begin()
 	go func() { // quick, but of a later rank
-		if err := v.Settle(ctx, 2); err != nil {
+		if err := v.Settle(ctx, 2, 0); err != nil {
 			t.Error(err)
 		}
 		order <- "rank 2"
@@ -135,7 +135,7 @@ func TestSettleOrdersAnInstantByRank(t *testing.T) {
 	}()
 	go func() { // slow, of an earlier rank
 		time.Sleep(20 * time.Millisecond)
-		if err := v.Settle(ctx, 1); err != nil {
+		if err := v.Settle(ctx, 1, 0); err != nil {
 			t.Error(err)
 		}
 		order <- "rank 1"
@@ -175,7 +175,7 @@ func TestSettleHonoursContext(t *testing.T) {
 	v.Begin() // other work that runs on
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := v.Settle(ctx, 0); err == nil {
+	if err := v.Settle(ctx, 0, 0); err == nil {
 		t.Fatal("Settle returned nil while other work ran and its context ended")
 	}
 	v.End() // the other work

@@ -35,8 +35,20 @@ type virtualState struct {
 // settler is a unit of work waiting in Settle.
 type settler struct {
 	rank  int
+	order uint64
 	seq   uint64 // breaks ties: first come, first served
 	ready chan struct{}
+}
+
+// before reports whether s goes on before o.
+func (s *settler) before(o *settler) bool {
+	if s.rank != o.rank {
+		return s.rank < o.rank
+	}
+	if s.order != o.order {
+		return s.order < o.order
+	}
+	return s.seq < o.seq
 }
 
 // errClosed is what Settle returns once the clock is closed.
@@ -94,11 +106,11 @@ func (st *virtualState) fire() {
 	t.c <- time.Unix(0, st.v.now.Load()) // buffered: never blocks
 }
 
-// release hands a unit of work back to the settler of lowest rank.
+// release hands a unit of work back to the settler that goes first (settler.before).
 func (st *virtualState) release() {
 	first := 0
 	for i, s := range st.settlers {
-		if f := st.settlers[first]; s.rank < f.rank || s.rank == f.rank && s.seq < f.seq {
+		if s.before(st.settlers[first]) {
 			first = i
 		}
 	}
@@ -151,11 +163,11 @@ func (st *virtualState) end() {
 }
 
 // Settle implements Scheduler.
-func (v *Virtual) Settle(ctx context.Context, rank int) error {
+func (v *Virtual) Settle(ctx context.Context, rank int, order uint64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s := &settler{rank: rank, ready: make(chan struct{})}
+	s := &settler{rank: rank, order: order, ready: make(chan struct{})}
 	v.do(func(st *virtualState) {
 		st.seq++
 		s.seq = st.seq

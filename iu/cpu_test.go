@@ -27,7 +27,7 @@ func TestCPUAccountingPerModule(t *testing.T) {
 	const work = 40 * time.Millisecond
 	busy := ModuleFunc{ModuleName: "busy", Fn: func(ctx context.Context, p *Ports) error {
 		burn(work)
-		p.Go(func() { burn(work) })
+		p.Go(func(Worker) { burn(work) })
 		return nil
 	}}
 	idle := ModuleFunc{ModuleName: "idle", Fn: func(ctx context.Context, p *Ports) error {

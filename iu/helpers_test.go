@@ -83,9 +83,9 @@ func working(name string, work time.Duration, job func(*Ports, IU) any, done fun
 					}
 					pending++
 					v := job(p, up.IU)
-					p.Go(func() {
+					p.Go(func(w Worker) {
 						time.Sleep(work)
-						_ = p.Post(ctx, v)
+						_ = w.Post(ctx, v)
 					})
 				}
 			case EventLocal:

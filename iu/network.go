@@ -91,6 +91,7 @@ func WithCPUAccounting() Option { return func(n *Network) { n.measureCPU = true 
 type Network struct {
 	clock     clock.Clock
 	sched     clock.Scheduler // non-nil for virtual clocks
+	baton     *baton          // non-nil for virtual clocks, from Run on
 	log       *zap.Logger
 	observers []Observer
 	inboxSize int
@@ -115,12 +116,11 @@ type node struct {
 	feedback []bool
 
 	inbox chan Message
-	relay *relay       // nil unless a feedback edge ends here
-	live  atomic.Int32 // producers still running
-	// producersDone is closed once every producer has ended (at once without any).
-	producersDone chan struct{}
-	done          chan struct{} // closed when the module returned
-	cpu           atomic.Int64  // nanoseconds of CPU its goroutines used (WithCPUAccounting)
+	relay *relay        // nil unless a feedback edge ends here
+	live  atomic.Int32  // producers still running
+	done  chan struct{} // closed when the module returned
+	cpu   atomic.Int64  // nanoseconds of CPU its goroutines used (WithCPUAccounting)
+	bs    batonState    // on a virtual clock: its queue, in place of inbox and relay
 }
 
 // NewNetwork returns an empty network.
@@ -257,6 +257,9 @@ func (n *Network) Run(ctx context.Context) error {
 	}
 	n.ran = true
 	n.markFeedbackEdges()
+	if n.sched != nil {
+		n.baton = newBaton(n.nodes)
+	}
 	for _, nd := range n.nodes {
 		for i, c := range nd.consumers {
 			if nd.feedback[i] && c.relay == nil {
@@ -267,12 +270,8 @@ func (n *Network) Run(ctx context.Context) error {
 	for _, nd := range n.nodes {
 		nd.inbox = make(chan Message, n.inboxSize)
 		nd.live.Store(int32(nd.producers))
-		nd.producersDone = make(chan struct{})
-		if nd.producers == 0 {
-			close(nd.producersDone)
-		}
-		if nd.relay != nil {
-			go nd.relay.run(nd.done, n.endUnit)
+		if nd.relay != nil && n.baton == nil {
+			go nd.relay.run(nd.done)
 		}
 	}
 
@@ -300,6 +299,7 @@ func (n *Network) Run(ctx context.Context) error {
 		for range n.nodes {
 			n.sched.Begin() // each module's goroutine counts as running from the start
 		}
+		n.baton.begin()
 	}
 	for _, nd := range n.nodes {
 		wg.Add(1)
@@ -391,7 +391,7 @@ func (n *Network) newPorts(nd *node) *Ports {
 }
 
 // Ports is a module's connection to its network: its inbox, its output and its clock.
-// Its methods are for the module's goroutine, except Post and TryPost.
+// Its methods are for the module's goroutine, except TryPost.
 type Ports struct {
 	net  *Network
 	node *node
@@ -400,6 +400,7 @@ type Ports struct {
 
 	local   chan any
 	workers sync.WaitGroup
+	started uint64 // workers started (Go), which orders their posts
 	// stopWork ends the count of the module's goroutine's current stretch of work (see
 	// working).
 	stopWork func()
@@ -434,46 +435,30 @@ type Event struct {
 func (p *Ports) run(ctx context.Context) error {
 	nd := p.node
 	ctx, cancel := context.WithCancel(ctx)
+	b := p.net.baton
 	defer func() {
 		cancel()
 		p.workers.Wait()
 		close(nd.done)
-		if !p.inputDone {
-			// The module ended before its input did (it knew its work was done): what its
-			// producers still send is nobody's work now. Take it, so that on a virtual
-			// clock it does not hold time still, until the last producer has ended.
-			go p.drainAfterEnd()
-		}
 		for i, c := range nd.consumers {
 			if c.live.Add(-1) == 0 {
 				// The last producer tells the consumer, after everything it sent; the
 				// consumer takes what other producers' feedback edges still hold first.
 				p.deliver(context.Background(), i, Message{endOfInput: true})
-				close(c.producersDone)
 			}
+		}
+		if b != nil {
+			// What is queued for it is nobody's work now; the baton goes on.
+			b.end(nd, p.net.endUnit)
 		}
 		p.end() // this goroutine stops running
 	}()
-	return nd.module.Run(ctx, p)
-}
-
-// drainAfterEnd takes what the module's producers still send after it ended (it knew
-// its work was done before its input ended): nobody's work now, which on a virtual clock
-// would otherwise hold time still. It returns once the last producer has ended (a
-// consumer that ended takes no end-of-input marker) and the inbox is empty.
-func (p *Ports) drainAfterEnd() {
-	nd := p.node
-	for {
-		select {
-		case <-nd.inbox:
-			p.end()
-		case <-nd.producersDone:
-			// Nothing is sent after it: what the inbox still holds is all there is.
-			if len(nd.inbox) == 0 {
-				return
-			}
+	if b != nil {
+		if err := b.waitStart(ctx, nd); err != nil {
+			return err
 		}
 	}
+	return nd.module.Run(ctx, p)
 }
 
 // deliver puts m into the inbox of the module's i-th consumer, or its relay if the edge
@@ -481,6 +466,10 @@ func (p *Ports) drainAfterEnd() {
 // the consumer takes it.
 func (p *Ports) deliver(ctx context.Context, i int, m Message) error {
 	c := p.node.consumers[i]
+	if b := p.net.baton; b != nil {
+		b.deliver(c, m, p.begin)
+		return nil
+	}
 	select {
 	case <-c.done:
 		return nil // the consumer is gone
@@ -546,8 +535,9 @@ func (p *Ports) NewIU(payload Payload, groundedIn ...ID) IU {
 }
 
 // Send delivers one batch of updates to every consumer, blocking while a consumer's inbox
-// is full. A batch that breaks the IU rules is rejected whole with ErrInvalidUpdate.
-// Consumers that already returned (during a stop) no longer receive anything.
+// is full (never on a virtual clock, where it is queued: see baton). A batch that breaks
+// the IU rules is rejected whole with ErrInvalidUpdate. Consumers that already returned
+// (during a stop) no longer receive anything.
 func (p *Ports) Send(ctx context.Context, updates ...Update) error {
 	if len(updates) == 0 {
 		return nil
@@ -573,26 +563,37 @@ func (p *Ports) Send(ctx context.Context, updates ...Update) error {
 
 // Go runs fn on a worker goroutine that belongs to the module: the module does not finish
 // before its workers do, and on a virtual clock a running worker holds time still. Workers
-// hand results back with Post; they must not call Send while the module might.
-func (p *Ports) Go(fn func()) {
+// hand results back with their Worker's Post; they must not call Send while the module
+// might. Go is for the module's own goroutine.
+func (p *Ports) Go(fn func(w Worker)) {
 	p.workers.Add(1)
 	p.begin()
+	p.started++
+	w := Worker{p: p, seq: p.started}
 	go func() {
 		defer p.workers.Done()
 		defer p.end()
 		defer p.net.accountCPU(p.node)()
-		fn()
+		fn(w)
 	}()
+}
+
+// Worker is a worker goroutine of a module (Ports.Go).
+type Worker struct {
+	p   *Ports
+	seq uint64 // the order the module started its workers in
 }
 
 // Post hands v to the module's own goroutine, which receives it from Next as an
 // EventLocal. It blocks while the local queue is full, until ctx is done. On a virtual
 // clock v waits for the end of the instant (clock.Scheduler.Settle; modules added
-// earlier go first): a worker's result then meets the same messages at its module on
-// every run, however long the work took.
-func (p *Ports) Post(ctx context.Context, v any) error {
+// earlier go first, and of one module's workers the one it started first): a worker's
+// result then meets the same messages at its module on every run, however long the work
+// took.
+func (w Worker) Post(ctx context.Context, v any) error {
+	p := w.p
 	if p.net.sched != nil {
-		if err := p.net.sched.Settle(ctx, p.node.rank); err != nil {
+		if err := p.net.sched.Settle(ctx, p.node.rank, w.seq); err != nil {
 			return err
 		}
 	}
@@ -606,8 +607,8 @@ func (p *Ports) Post(ctx context.Context, v any) error {
 	}
 }
 
-// TryPost is Post that never blocks, for real-time callbacks; it reports false (and
-// drops v) when the local queue is full.
+// TryPost hands v to the module's own goroutine at once, never blocking, for real-time
+// callbacks; it reports false (and drops v) when the local queue is full.
 func (p *Ports) TryPost(v any) bool {
 	p.begin()
 	select {
@@ -634,6 +635,9 @@ func (p *Ports) Next(ctx context.Context, deadline time.Time) (Event, error) {
 // next waits once; ok is false when what woke it was not an event for the module (an
 // end-of-input marker after a stop already ended the input).
 func (p *Ports) next(ctx context.Context, deadline time.Time) (ev Event, ok bool, err error) {
+	if p.net.baton != nil {
+		return p.nextInTurn(ctx, deadline)
+	}
 	nd := p.node
 	var relayed chan Message
 	if nd.relay != nil {
@@ -653,44 +657,11 @@ func (p *Ports) next(ctx context.Context, deadline time.Time) (ev Event, ok bool
 		return Event{Kind: EventLocal, Local: v}, true, nil
 	default:
 	}
-	if p.inputEnded && !p.inputDone && p.drained() {
-		// Before ctx: a producer that failed sent its end of input before the network
-		// cancelled every module, and what it sent is delivered.
-		p.inputDone = true
-		return Event{Kind: EventInputDone}, true, nil
+	ev, ok, w, err := p.beforeWait(ctx, deadline)
+	if ok || err != nil {
+		return ev, ok, err
 	}
-	if err := ctx.Err(); err != nil {
-		return Event{}, false, err
-	}
-	stopping := p.net.stopping
-	if p.inputDone {
-		stopping = nil
-	} else if p.inputEnded || p.stopRequested() {
-		if p.drained() {
-			p.inputDone = true
-			return Event{Kind: EventInputDone}, true, nil
-		}
-		stopping = nil // what is still queued comes first
-	}
-	var timerC <-chan time.Time
-	var timer clock.Timer
-	if !deadline.IsZero() {
-		d := deadline.Sub(p.net.clock.Now())
-		if d <= 0 {
-			return Event{Kind: EventDeadline}, true, nil
-		}
-		if p.net.sched != nil {
-			timer = p.net.sched.NewWakeTimer(d, p.node.rank)
-		} else {
-			timer = p.net.clock.NewTimer(d)
-		}
-		timerC = timer.C()
-	}
-	stopTimer := func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}
+	stopping, timerC, stopTimer := w.stopping, w.timerC(), w.stop
 	// While blocked this goroutine is idle; a message, local value or timer that wakes it
 	// brings its own unit of work along.
 	p.end()
@@ -718,6 +689,62 @@ func (p *Ports) next(ctx context.Context, deadline time.Time) (ev Event, ok bool
 		stopTimer()
 		return Event{}, false, ctx.Err()
 	}
+}
+
+// waitFor is what a wait in Next watches besides the module's queues: the network's
+// stop (nil once it no longer matters) and the deadline's timer (nil: none).
+type waitFor struct {
+	stopping <-chan struct{}
+	timer    clock.Timer
+}
+
+func (w waitFor) timerC() <-chan time.Time {
+	if w.timer == nil {
+		return nil
+	}
+	return w.timer.C()
+}
+
+func (w waitFor) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// beforeWait returns the event that is due without a wait once nothing is queued (ok:
+// the end of input, a deadline passed), or ctx's error, or else what the wait watches.
+func (p *Ports) beforeWait(ctx context.Context, deadline time.Time) (ev Event, ok bool, w waitFor, err error) {
+	if p.inputEnded && !p.inputDone && p.drained() {
+		// Before ctx: a producer that failed sent its end of input before the network
+		// cancelled every module, and what it sent is delivered.
+		p.inputDone = true
+		return Event{Kind: EventInputDone}, true, w, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return Event{}, false, w, err
+	}
+	w.stopping = p.net.stopping
+	if p.inputDone {
+		w.stopping = nil
+	} else if p.inputEnded || p.stopRequested() {
+		if p.drained() {
+			p.inputDone = true
+			return Event{Kind: EventInputDone}, true, w, nil
+		}
+		w.stopping = nil // what is still queued comes first
+	}
+	if !deadline.IsZero() {
+		d := deadline.Sub(p.net.clock.Now())
+		if d <= 0 {
+			return Event{Kind: EventDeadline}, true, w, nil
+		}
+		if p.net.sched != nil {
+			w.timer = p.net.sched.NewWakeTimer(d, p.node.rank)
+		} else {
+			w.timer = p.net.clock.NewTimer(d)
+		}
+	}
+	return Event{}, false, w, nil
 }
 
 // received makes m an event. The end of input becomes one once nothing is queued: a
@@ -750,6 +777,9 @@ func (p *Ports) stopRequested() bool {
 // drained reports whether nothing sent to the module waits to be taken, in its inbox or
 // its relay.
 func (p *Ports) drained() bool {
+	if b := p.net.baton; b != nil {
+		return b.queued(p.node) == 0
+	}
 	if r := p.node.relay; r != nil && r.pending.Load() > 0 {
 		return false
 	}
@@ -765,9 +795,8 @@ type relay struct {
 
 func newRelay() *relay { return &relay{in: make(chan Message), out: make(chan Message)} }
 
-// run queues what comes in until the consumer takes it. Once the consumer is gone, what
-// it never took ends its unit of work (a virtual clock would otherwise wait for it).
-func (r *relay) run(consumerDone <-chan struct{}, endUnit func()) {
+// run queues what comes in until the consumer takes it, or is gone.
+func (r *relay) run(consumerDone <-chan struct{}) {
 	var queue []Message
 	for {
 		var out chan Message
@@ -782,9 +811,6 @@ func (r *relay) run(consumerDone <-chan struct{}, endUnit func()) {
 			queue[0] = Message{}
 			queue = queue[1:]
 		case <-consumerDone:
-			for range queue {
-				endUnit()
-			}
 			return
 		}
 	}

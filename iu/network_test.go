@@ -412,9 +412,9 @@ func TestBuildErrors(t *testing.T) {
 
 func TestWorkersAndPost(t *testing.T) {
 	m := ModuleFunc{ModuleName: "m", Fn: func(ctx context.Context, p *Ports) error {
-		p.Go(func() {
+		p.Go(func(w Worker) {
 			for i := 0; i < 3; i++ {
-				if err := p.Post(ctx, i); err != nil {
+				if err := w.Post(ctx, i); err != nil {
 					return
 				}
 			}
@@ -538,6 +538,55 @@ func TestVirtualClockRunsFastAndDeterministically(t *testing.T) {
 	for i := range first {
 		if first[i] != float64(i+1) || second[i] != first[i] {
 			t.Fatalf("tick %d at %v and %v virtual seconds, want %d both times", i, first[i], second[i], i+1)
+		}
+	}
+}
+
+// TestVirtualClockOrdersModulesWokenTogether: two modules woken by one message send to
+// a third, the one added first after real work and the other at once; on a virtual
+// clock the third takes the first one's message first on every tick, as it would if both
+// took the same time (run alone, with -race and under load alike).
+func TestVirtualClockOrdersModulesWokenTogether(t *testing.T) {
+	relay := func(name string, work time.Duration) Module {
+		return ModuleFunc{ModuleName: name, Fn: func(ctx context.Context, p *Ports) error {
+			for {
+				ev, err := p.Next(ctx, time.Time{})
+				if err != nil || ev.Kind == EventInputDone {
+					return err
+				}
+				time.Sleep(work)
+				for _, up := range ev.Message.Updates {
+					if up.Type == Add {
+						u := p.NewIU(up.IU.Payload)
+						if err := p.Send(ctx, AddOf(u), CommitOf(u)); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}}
+	}
+	vc := clock.NewVirtual(time.Unix(1000, 0))
+	defer vc.Close()
+	out := make(chan []received, 1)
+	tk, slow, quick, sk := ticker("tick", time.Second, 10), relay("slow", 3*time.Millisecond), relay("quick", 0), sink("sink", out, nil)
+	n := NewNetwork(WithClock(vc))
+	if err := n.Add(tk, slow, quick, sk); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]Module{{tk, slow}, {tk, quick}, {slow, sk}, {quick, sk}} {
+		if err := n.Connect(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustRun(t, n)
+	got := <-out
+	if len(got) != 20 {
+		t.Fatalf("the sink got %d messages, want 20", len(got))
+	}
+	for i, r := range got {
+		if want := []string{"slow", "quick"}[i%2]; r.from != want || r.value != i/2 {
+			t.Fatalf("message %d came from %s (%d), want %s (%d): %v", i, r.from, r.value, want, i/2, got)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"go.uber.org/zap"
+
+	"github.com/parley-voice/parley/iu"
 )
 
 // Scheduling: which engine job is due for the utterance at the head of the queue, and
@@ -140,10 +142,10 @@ func (r *runner) schedule(ctx context.Context) (took bool, err error) {
 	jctx, cancel := context.WithCancel(ctx)
 	r.running, r.cancel = &j, cancel
 	eng, fd, pk := r.m.engine, r.finalOf, r.peeker
-	r.p.Go(func() {
+	r.p.Go(func(w iu.Worker) {
 		res := runJob(jctx, eng, fd, pk, j)
 		// The module may have stopped waiting; then nobody needs the result.
-		_ = r.p.Post(ctx, res)
+		_ = w.Post(ctx, res)
 	})
 	return false, nil
 }

@@ -285,7 +285,7 @@ func (r *runner) start(ctx context.Context, turnID int, respond iu.ID, userText 
 	}
 	r.cur = t
 	drafts := r.drafts
-	p.Go(func() {
+	p.Go(func(w iu.Worker) {
 		defer cancel()
 		var prompt string
 		var stop []string
@@ -300,12 +300,12 @@ func (r *runner) start(ctx context.Context, turnID int, respond iu.ID, userText 
 			prompt, stop, err = m.prompts.BuildPrompt(genCtx, turnID)
 		}
 		if err != nil {
-			p.Post(ctx, genDone{gen: gen, res: Result{StopReason: StopError}, err: fmt.Errorf("llm: building the prompt of turn %d: %w", turnID, err)})
+			w.Post(ctx, genDone{gen: gen, res: Result{StopReason: StopError}, err: fmt.Errorf("llm: building the prompt of turn %d: %w", turnID, err)})
 			return
 		}
 		stop = append(append([]string(nil), stop...), m.cfg.Stop...)
-		if p.Post(genCtx, genPrompt{gen: gen, prompt: prompt, stop: stop}) != nil {
-			p.Post(ctx, genDone{gen: gen, res: Result{StopReason: StopCancelled}, err: CancelledError(genCtx, nil)})
+		if w.Post(genCtx, genPrompt{gen: gen, prompt: prompt, stop: stop}) != nil {
+			w.Post(ctx, genDone{gen: gen, res: Result{StopReason: StopCancelled}, err: CancelledError(genCtx, nil)})
 			return
 		}
 		req := Request{
@@ -315,7 +315,7 @@ func (r *runner) start(ctx context.Context, turnID int, respond iu.ID, userText 
 			Sampling:  m.cfg.Sampling,
 		}
 		res, err := m.engine.Generate(genCtx, req, func(piece string) error {
-			if err := p.Post(genCtx, genPiece{gen: gen, piece: piece}); err != nil {
+			if err := w.Post(genCtx, genPiece{gen: gen, piece: piece}); err != nil {
 				return err
 			}
 			if acks == nil {
@@ -331,7 +331,7 @@ func (r *runner) start(ctx context.Context, turnID int, respond iu.ID, userText 
 				return genCtx.Err()
 			}
 		})
-		p.Post(ctx, genDone{gen: gen, res: res, err: err})
+		w.Post(ctx, genDone{gen: gen, res: res, err: err})
 	})
 }
 

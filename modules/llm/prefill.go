@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/internal/ellipsis"
+	"github.com/parley-voice/parley/iu"
 )
 
 // Prefiller is an engine that can evaluate a prompt ahead of a generation: the LLM module
@@ -107,11 +108,11 @@ func (r *runner) maybePrefill(ctx context.Context) {
 	r.prefilling = cancel
 	utt, drafts, eng, p := r.utterance, r.drafts, r.prefiller, r.p
 	estimate := !r.m.cfg.NoEstimate
-	p.Go(func() {
+	p.Go(func(w iu.Worker) {
 		defer cancel()
 		prefix, closing, _, err := drafts.DraftPrompt(pctx, draftTurn, text)
 		if err != nil {
-			p.Post(ctx, prefillDone{utterance: utt, text: text, err: err})
+			w.Post(ctx, prefillDone{utterance: utt, text: text, err: err})
 			return
 		}
 		var ends []string
@@ -122,19 +123,19 @@ func (r *runner) maybePrefill(ctx context.Context) {
 		// prompt is this one, evaluated to the end. New words roll it back.
 		if cp, ok := eng.(ClosingPrefiller); ok {
 			res, err := cp.PrefillClosing(pctx, prefix, ends, closing)
-			p.Post(ctx, prefillDone{utterance: utt, text: text, res: res, err: err})
+			w.Post(ctx, prefillDone{utterance: utt, text: text, res: res, err: err})
 			if err == nil {
-				p.Post(ctx, prefillDone{utterance: utt, text: text, closed: true})
+				w.Post(ctx, prefillDone{utterance: utt, text: text, closed: true})
 			}
 			return
 		}
 		res, err := eng.Prefill(pctx, prefix, ends)
-		p.Post(ctx, prefillDone{utterance: utt, text: text, res: res, err: err})
+		w.Post(ctx, prefillDone{utterance: utt, text: text, res: res, err: err})
 		if err != nil {
 			return
 		}
 		_, err = eng.Prefill(pctx, prefix+closing, nil)
-		p.Post(ctx, prefillDone{utterance: utt, text: text, err: err, closed: true})
+		w.Post(ctx, prefillDone{utterance: utt, text: text, err: err, closed: true})
 	})
 }
 

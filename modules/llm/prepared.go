@@ -25,16 +25,16 @@ func (r *runner) resume(ctx context.Context, t *turn) {
 	}
 	genCtx, cancel := context.WithCancel(ctx)
 	t.cancel = cancel
-	p.Go(func() {
+	p.Go(func(w iu.Worker) {
 		defer cancel()
-		emit := func(piece string) error { return p.Post(genCtx, genPiece{gen: gen, piece: piece}) }
+		emit := func(piece string) error { return w.Post(genCtx, genPiece{gen: gen, piece: piece}) }
 		res, err := pauser.Continue(genCtx, emit)
 		if errors.Is(err, ErrNothingPaused) {
 			res, err = m.engine.Generate(genCtx, again, emit)
 			res.Tokens += before
 			res.Text = sofar + res.Text
 		}
-		p.Post(ctx, genDone{gen: gen, res: res, err: err})
+		w.Post(ctx, genDone{gen: gen, res: res, err: err})
 	})
 }
 
@@ -43,9 +43,9 @@ func (r *runner) resume(ctx context.Context, t *turn) {
 func (r *runner) confirm(ctx context.Context, t *turn) {
 	t.confirming = true
 	gen, turnID, p, prompts := t.gen, t.turnID, r.p, r.m.prompts
-	p.Go(func() {
+	p.Go(func(w iu.Worker) {
 		prompt, _, err := prompts.BuildPrompt(ctx, turnID)
-		p.Post(ctx, confirmChecked{gen: gen, prompt: prompt, err: err})
+		w.Post(ctx, confirmChecked{gen: gen, prompt: prompt, err: err})
 	})
 }
 

@@ -340,9 +340,9 @@ func (r *runner) decode(ctx context.Context, s *sound, end int64) {
 	s.decoding, s.decodedTo = seq, end
 	samples := s.decode[: end-s.from : end-s.from]
 	rec := r.m.rec
-	r.p.Go(func() {
+	r.p.Go(func(w iu.Worker) {
 		hyp, err := rec.FinalOf(ctx, samples)
-		_ = r.p.Post(ctx, decoded{seq: seq, to: end, hyp: hyp, err: err})
+		_ = w.Post(ctx, decoded{seq: seq, to: end, hyp: hyp, err: err})
 	})
 }
 

@@ -265,12 +265,12 @@ func (r *runner) start(ctx context.Context) {
 	j.cancel = cancel
 	r.current = j
 	id, turn, clause, text, last := j.id, j.turn, j.clause, j.text, j.last
-	r.p.Go(func() {
+	r.p.Go(func(w iu.Worker) {
 		err := r.m.Synthesize(jctx, turn, clause, text, last, func(chunks []Chunk) error {
-			return r.p.Post(jctx, chunksReady{job: id, chunks: chunks})
+			return w.Post(jctx, chunksReady{job: id, chunks: chunks})
 		})
 		// The module learns that the worker is done even when the job was cancelled.
-		_ = r.p.Post(ctx, jobDone{job: id, err: err})
+		_ = w.Post(ctx, jobDone{job: id, err: err})
 	})
 }
 
