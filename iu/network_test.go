@@ -591,6 +591,42 @@ func TestVirtualClockOrdersModulesWokenTogether(t *testing.T) {
 	}
 }
 
+// TestVirtualClockOrdersWorkersOfAModule: two workers of one module post at one
+// instant, the one started first after real work; on a virtual clock the module takes
+// their results in the order it started them.
+func TestVirtualClockOrdersWorkersOfAModule(t *testing.T) {
+	vc := clock.NewVirtual(time.Unix(1000, 0))
+	defer vc.Close()
+	var got []string
+	m := ModuleFunc{ModuleName: "m", Fn: func(ctx context.Context, p *Ports) error {
+		for round := 0; round < 5; round++ {
+			p.Go(func(w Worker) {
+				time.Sleep(3 * time.Millisecond)
+				_ = w.Post(ctx, "first")
+			})
+			p.Go(func(w Worker) { _ = w.Post(ctx, "second") })
+			for range 2 {
+				ev, err := p.Next(ctx, time.Time{})
+				if err != nil {
+					return err
+				}
+				got = append(got, ev.Local.(string))
+			}
+		}
+		return nil
+	}}
+	n := NewNetwork(WithClock(vc))
+	if err := n.Add(m); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, n)
+	for i, v := range got {
+		if want := []string{"first", "second"}[i%2]; v != want {
+			t.Fatalf("result %d was %q, want %q: %v", i, v, want, got)
+		}
+	}
+}
+
 // TestModuleEndingEarlyDoesNotHoldVirtualTime: a module that returns before its input
 // ended (its work was done) must not freeze a virtual clock with what its producers
 // still send it: the ticks after its end keep coming on time.
