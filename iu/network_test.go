@@ -807,9 +807,9 @@ func TestEndOfInputWaitsForFeedbackMessages(t *testing.T) {
 	}
 }
 
-// TestFeedbackToAnEndedModuleDoesNotHoldVirtualTime: a module of a cycle ends while its
-// relay still holds messages fed back to it; on a virtual clock they must not hold time
-// still (each is a unit of work until taken), or the ticks after would never come.
+// TestFeedbackToAnEndedModuleDoesNotHoldVirtualTime: a module of a cycle ends while
+// messages fed back to it are still queued for it; on a virtual clock they must not hold
+// time still (each is a unit of work until taken), or the ticks after would never come.
 func TestFeedbackToAnEndedModuleDoesNotHoldVirtualTime(t *testing.T) {
 	start := time.Unix(1000, 0)
 	vc := clock.NewVirtual(start)
