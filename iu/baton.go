@@ -62,14 +62,14 @@ func (b *baton) waitStart(ctx context.Context, nd *node) error {
 	}
 }
 
-// deliver queues m for consumer c; it reports false if c has ended (m is dropped).
-// The caller counts the queued message as a unit of tracked work (under the lock, so
-// that taking it cannot come first).
-func (b *baton) deliver(c *node, m Message, begin func()) bool {
+// deliver queues m for consumer c, or drops it if c has ended. begin counts the queued
+// message as a unit of tracked work, under the lock, so that taking it cannot come
+// first.
+func (b *baton) deliver(c *node, m Message, begin func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if c.bs.ended {
-		return false
+		return
 	}
 	c.bs.queue = append(c.bs.queue, m)
 	begin()
@@ -78,7 +78,6 @@ func (b *baton) deliver(c *node, m Message, begin func()) bool {
 		// consumer must not wait for a holder that will not pass it on.
 		b.handLocked(b.nextLocked())
 	}
-	return true
 }
 
 // take returns nd's next queued message if nd holds the baton and it is nd's turn.
@@ -106,11 +105,14 @@ func (b *baton) queued(nd *node) int {
 func (b *baton) pass(nd *node) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.holder != nd {
-		return
+	b.passLocked(nd)
+}
+
+func (b *baton) passLocked(nd *node) {
+	if b.holder == nd {
+		b.holder = nil
+		b.handLocked(b.nextLocked())
 	}
-	b.holder = nil
-	b.handLocked(b.nextLocked())
 }
 
 // acquire takes the baton for nd, woken by a deadline or a worker's result: at once
@@ -146,10 +148,7 @@ func (b *baton) end(nd *node, endUnit func()) {
 		endUnit()
 	}
 	nd.bs.queue, nd.bs.ended, nd.bs.starting, nd.bs.wanting = nil, true, false, false
-	if b.holder == nd {
-		b.holder = nil
-		b.handLocked(b.nextLocked())
-	}
+	b.passLocked(nd)
 }
 
 // nextLocked is the module whose turn it is: the first added with queued messages, its
@@ -163,8 +162,8 @@ func (b *baton) nextLocked() *node {
 	return nil
 }
 
-// handLocked gives the baton to nd (nil: nobody) and wakes it, unless it is waiting in
-// take's place already (its own queue next, as holder).
+// handLocked gives the baton to nd (nil: nobody) and wakes it: a holder that passes the
+// baton to itself (its own queue next) takes the grant in Next at once.
 func (b *baton) handLocked(nd *node) {
 	b.holder = nd
 	if nd == nil {
