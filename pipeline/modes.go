@@ -69,9 +69,9 @@ func predictivePipeline(s *settings) {
 	s.asr.EarlyFinal = true
 	s.asr.EmitUnstable = true
 	s.asr.SpeculateAtPause = true
-	// An end dated by the level (vad.end_trim) lies up to that much earlier: the final
-	// pass decodes as far after the voice.
-	s.asr.Trailing = min(s.asr.Trailing, finalPassTrailing+s.VAD.EndTrim)
+	// The recogniser counts both from where the VAD's probability fell, also when the end
+	// is dated by the level (vad.end_trim, vad.Segment.Trimmed).
+	s.asr.Trailing = min(s.asr.Trailing, finalPassTrailing)
 	s.asr.PeekTrailing = min(s.asr.Trailing, max(s.VAD.MinSilence-s.VAD.SpeechPad, 0))
 }
 

@@ -87,7 +87,7 @@ func (r *runner) frame(id iu.ID, f audio.Frame) error {
 // decode of the audio so far is of no use any more.
 func (r *runner) segmentStart(id iu.ID, seg vad.Segment) {
 	if u := r.cur; u != nil {
-		u.seg, u.paused = id, false
+		u.seg, u.paused, u.trim = id, false, 0
 		r.dropFinal(u, "speech resumed")
 		return
 	}
@@ -116,7 +116,8 @@ func (r *runner) segmentStart(id iu.ID, seg vad.Segment) {
 func (r *runner) segmentEnd(id iu.ID, seg vad.Segment) {
 	if u := r.cur; u != nil && u.seg == id {
 		u.seg, u.paused = "", false
-		u.segEnd = samplesOf(seg.End)
+		u.trim = samplesOf(seg.Trimmed)
+		u.segEnd = samplesOf(seg.End) + u.trim
 		if f := u.fin; f != nil && f.end != r.speculationEnd(u) {
 			r.dropFinal(u, "the segment ended elsewhere than its pause")
 		}
@@ -128,10 +129,11 @@ func (r *runner) segmentEnd(id iu.ID, seg vad.Segment) {
 func (r *runner) segmentPause(seg iu.ID, p vad.Pause) {
 	if u := r.cur; u != nil && u.seg == seg {
 		u.paused, u.sure = true, !p.Tentative
-		u.segEnd = samplesOf(p.End)
+		u.trim = samplesOf(p.Trimmed)
+		u.segEnd = samplesOf(p.End) + u.trim
 		u.pauseEnd, u.pauseSpeech = u.segEnd, u.segEnd
 		if p.SpeechEnd > 0 { // 0: a VAD that does not say
-			u.pauseSpeech = min(samplesOf(p.SpeechEnd), u.segEnd)
+			u.pauseSpeech = min(samplesOf(p.SpeechEnd)+u.trim, u.segEnd)
 		}
 		if u.fin == nil {
 			u.overAgent = u.overAgent && p.Overlap
@@ -162,15 +164,15 @@ func (r *runner) endOfTurn(e vad.EndOfTurn) {
 		// to FinalOf, and a peek covers the same end (and what was fed after it), so a
 		// speculation started at the end of the turn's last segment decodes the same
 		// audio as a final decode started now.
-		r.setEnd(u, max(u.speechEnd+r.trailingOf(u), u.start))
+		r.setEnd(u, max(u.untrimmedEnd()+r.trailingOf(u), u.start))
 	} else {
 		// Final decodes everything fed, so the audio fed for partial hypotheses is not
 		// taken back.
-		u.end = max(u.speechEnd+r.trailing, u.fed, u.start)
+		u.end = max(u.untrimmedEnd()+r.trailing, u.fed, u.start)
 		u.cut(u.end)
 	}
 	r.decodedTo = max(u.end, u.recv)
-	if j := r.running; j != nil && j.u == u && j.kind == jobPartial && !r.partialWillServe(j, u.spokenTo(u.speechEnd)) {
+	if j := r.running; j != nil && j.u == u && j.kind == jobPartial && !r.partialWillServe(j, u.spokenTo(u.untrimmedEnd())) {
 		// A partial of this utterance is running: the final decode matters more.
 		r.cancel()
 	}

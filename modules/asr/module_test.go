@@ -134,6 +134,9 @@ type step struct {
 	// pad is the VAD's padding after the speech the pause reports (Pause.SpeechEnd is
 	// its End less pad; 0: not said).
 	pad time.Duration
+	// trim dates the pause's end that much earlier, as vad.end_trim does (Pause.Trimmed);
+	// the segment's end after it is the pause's.
+	trim time.Duration
 	// wait blocks the driver until the channel is closed (real clock only).
 	wait <-chan struct{}
 }
@@ -182,7 +185,7 @@ func markingDriver(steps []step, pace bool, mark func(string)) iu.Module {
 				if s.tentative {
 					lag = tentativeLag
 				}
-				pl := vad.Pause{End: durOf(pos) - lag, Tentative: s.tentative, Overlap: s.overlap}
+				pl := vad.Pause{End: durOf(pos) - lag - s.trim, Tentative: s.tentative, Overlap: s.overlap, Trimmed: s.trim}
 				if s.pad > 0 {
 					pl.SpeechEnd = pl.End - s.pad
 				}
@@ -213,7 +216,7 @@ func markingDriver(steps []step, pace bool, mark func(string)) iu.Module {
 				pl.End = durOf(pos) - segLag
 				var ups []iu.Update
 				if paused {
-					pl.End, paused = pause.Payload.(vad.Pause).End, false
+					pl.End, pl.Trimmed, paused = pause.Payload.(vad.Pause).End, pause.Payload.(vad.Pause).Trimmed, false
 					ups = append(ups, iu.CommitOf(pause))
 					if mark != nil {
 						mark("end")

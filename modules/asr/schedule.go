@@ -106,7 +106,7 @@ func (r *runner) schedule(ctx context.Context) (took bool, err error) {
 		}
 	}
 	switch specEnd, specDue := r.speculation(u); {
-	case u.ended && u.fin == nil && r.finalFromPartial(u, u.end, u.spokenTo(u.speechEnd), false):
+	case u.ended && u.fin == nil && r.finalFromPartial(u, u.end, u.spokenTo(u.untrimmedEnd()), false):
 		// The turn ended and a partial decoded all its speech: that is the final,
 		// whether or not the trailing audio is in.
 		return true, nil

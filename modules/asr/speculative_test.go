@@ -256,6 +256,26 @@ func TestModuleSpeculatesAtPause(t *testing.T) {
 			t.Errorf("engine calls %q; want one %q between the pause and the segment's end", calls, want)
 		}
 	})
+	t.Run("trimmed", func(t *testing.T) {
+		// As "confirmed", but the VAD dates the end 60 ms earlier, by the level
+		// (vad.end_trim): the turn's speech ends there, and the final decodes the same
+		// audio as without the trim.
+		const trim = 60 * time.Millisecond
+		steps := []step{{frames: 20}, {onset: true}, {frames: 50}, {pause: true, trim: trim}, {frames: 3}, {end: true}, {frames: 30}, {eot: true}, {frames: 10}}
+		e := &sideScripted{scripted: scripted{partials: []string{"go", "go forward"}}, finals: []string{"go forward ten meters"}}
+		got, err := runDriver(t, cfg, e, markingDriver(steps, true, e.record), true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		utts := asrtest.Contract(t, got)
+		if len(utts) != 1 || utts[0].Text != "go forward ten meters" || utts[0].End != 1300*time.Millisecond-trim {
+			t.Fatalf("utterances %+v; want one ending at %v", utts, 1300*time.Millisecond-trim)
+		}
+		want := fmt.Sprintf("finalof %d", samplesFor(start, 1300*time.Millisecond+cfg.Trailing))
+		if calls := e.calls(); !slices.Contains(calls, want) || strings.Count(strings.Join(calls, ","), "finalof") != 1 {
+			t.Errorf("engine calls %q; want one %q", calls, want)
+		}
+	})
 	t.Run("resumed", func(t *testing.T) {
 		// A pause at 1.0 s the speech goes on after (merged into the segment), then the
 		// real one at 1.6 s.

@@ -55,6 +55,11 @@ type utterance struct {
 	// pauseEnd is the padded end of the latest pause of the speech, pauseSpeech where its
 	// speech stopped (-1: no pause yet): the VAD heard none between them.
 	pauseEnd, pauseSpeech int64
+	// trim is how much earlier the VAD dated the latest end of the speech than where its
+	// model's probability fell (vad.Segment.Trimmed). segEnd, pauseEnd and pauseSpeech are
+	// the untrimmed positions, and so is the audio every final decodes: trimming an end
+	// makes the turn end sooner, and changes no word.
+	trim int64
 	// partial is the latest partial decode, when the engine's quick finals may take it
 	// as the final (QuickFinals).
 	partial partialDecode
@@ -176,3 +181,8 @@ func (u *utterance) grounding(start, end int64) []iu.ID {
 	}
 	return ids
 }
+
+// untrimmedEnd is the speech's end as the end of turn dates it (speechEnd), where the
+// VAD's probability fell rather than where the level did: the recogniser's trailing audio
+// counts from there.
+func (u *utterance) untrimmedEnd() int64 { return u.speechEnd + u.trim }

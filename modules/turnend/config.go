@@ -33,7 +33,8 @@ type Config struct {
 	// the light"); the short hold would answer each phrase, and the user would have to
 	// interrupt again. A voice that stopped the agent in its first moments
 	// (turn_taking.barge_in.continue_window) takes no floor: it goes on with a turn the
-	// agent took for ended, which the policy ends as any other.
+	// agent took for ended, which the policy ends as any other, but not before the
+	// default hold while it is one word long ("no, … not that one": Waits.OneWordKept).
 	AfterInterruption time.Duration `yaml:"after_interruption"`
 	// Pitch lets the predictive policy hear how the speech before a silence ended: words
 	// that could end a sentence ("pack a hat") said with a level pitch, as an item of a
@@ -60,7 +61,7 @@ func DefaultConfig() Config {
 
 // Waits returns the Decider's timings this config sets.
 func (c Config) Waits() Waits {
-	return Waits{FreshSlack: c.FreshSlack, AfterInterruption: c.AfterInterruption}
+	return Waits{FreshSlack: c.FreshSlack, AfterInterruption: c.AfterInterruption, OneWordKept: c.Holds.Default}
 }
 
 // UsesHolds reports whether the policy chooses between Holds (the silence policy waits

@@ -36,6 +36,9 @@ type Decider struct {
 	// decision is the floor.
 	interrupted, hesitant bool
 	policyHold            time.Duration
+	// kept: the turn's speech stopped the agent in its first moments (a reply given on a
+	// prediction that the user's turn had ended).
+	kept bool
 
 	words        []string
 	lastWordEnd  time.Duration
@@ -60,6 +63,12 @@ type Waits struct {
 	// the turn holds at most openingWords words, and for the rest of the turn once the
 	// user went on after a pause only this hold waited through.
 	AfterInterruption time.Duration
+	// OneWordKept is the least hold of a turn whose speech stopped the agent in its
+	// first moments (Kept) while the turn is one word long: that word is as likely the
+	// opening of a correction, said before a pause ("no, … not that one", "actually, …
+	// tell me about the moon"), as the last word of the turn the agent answered too
+	// soon. Longer, it is the user's turn going on, and the policy ends it.
+	OneWordKept time.Duration
 }
 
 // openingWords: a user who stopped the agent and has said no more than this ("wait",
@@ -81,6 +90,9 @@ func (d *Decider) Decision() Decision {
 		d.policyHold = d.decision.Hold
 		if d.interrupted && (d.hesitant || len(d.words) <= openingWords) && d.decision.Hold < d.waits.AfterInterruption {
 			d.decision = Decision{Hold: d.waits.AfterInterruption, Reason: "the user took the floor; " + d.decision.Reason}
+		}
+		if d.kept && len(d.words) <= 1 && d.decision.Hold < d.waits.OneWordKept {
+			d.decision = Decision{Hold: d.waits.OneWordKept, Reason: "one word over the agent's start; " + d.decision.Reason}
 		}
 		d.decided = true
 	}
@@ -110,6 +122,16 @@ func (d *Decider) Interrupted() {
 	}
 }
 
+// Kept: the agent was stopped in its first moments for the user's speech, which goes on
+// with the user's turn (control.Command.UserKeptTurn). The turn in progress (or about to
+// begin) then waits at least Waits.OneWordKept while it is one word long.
+func (d *Decider) Kept() {
+	if d.active || d.candidate {
+		d.kept = true
+		d.decided = false
+	}
+}
+
 // Candidate: the VAD heard possible speech; no turn ends while it is open.
 func (d *Decider) Candidate() { d.candidate = true }
 
@@ -118,6 +140,7 @@ func (d *Decider) Candidate() { d.candidate = true }
 func (d *Decider) CandidateDropped() *EndOfTurn {
 	d.candidate = false
 	d.interrupted = d.interrupted && d.active
+	d.kept = d.kept && d.active
 	return d.check()
 }
 
@@ -211,7 +234,7 @@ func (d *Decider) check() *EndOfTurn {
 
 func (d *Decider) reset() {
 	d.active, d.segmentOpen, d.candidate = false, false, false
-	d.interrupted, d.hesitant = false, false
+	d.interrupted, d.hesitant, d.kept = false, false, false
 	d.words = d.words[:0]
 	d.lastWordEnd = 0
 	d.hasComplete = false

@@ -49,8 +49,9 @@ type step struct {
 	prob  float64 // Completion of words (when > 0)
 	pMax  float64 // the most prob can be (0: prob exactly)
 	cand  int     // 1: Candidate, -1: CandidateDropped
-	// interrupt: the manager stopped the agent for the user's speech (Interrupted).
-	interrupt bool
+	// interrupt: the manager stopped the agent for the user's speech (Interrupted);
+	// kept: it did so in the agent's first moments (Kept).
+	interrupt, kept bool
 	// ending is the pitch cue SpeechEnd gets.
 	ending prosody.Cue
 }
@@ -68,6 +69,8 @@ func play(d *Decider, steps []step, until time.Duration) (*EndOfTurn, time.Durat
 			switch {
 			case s.interrupt:
 				d.Interrupted()
+			case s.kept:
+				d.Kept()
 			case s.cand == 1:
 				d.Candidate()
 			case s.cand == -1:
@@ -406,6 +409,48 @@ func TestDeciderScenarios(t *testing.T) {
 			}
 			if at != tc.wantAt || !strings.Contains(e.Reason, tc.wantWhy) {
 				t.Fatalf("end of turn at %v (%q, silence %v); want %v (%q)", at, e.Reason, e.Silence, tc.wantAt, tc.wantWhy)
+			}
+		})
+	}
+}
+
+// TestOneWordKept: a turn whose voice stopped the agent in its first moments waits at
+// least Waits.OneWordKept while it is one word long ("no, … not that one"), and ends by
+// the policy once it is longer, as does the next turn.
+func TestOneWordKept(t *testing.T) {
+	waits := testConfig().Waits()
+	turn := func(from time.Duration, kept bool, words string) []step {
+		steps := []step{{at: from, cand: 1}}
+		if kept {
+			steps = append(steps, step{at: from + 60*ms, kept: true})
+		}
+		return append(steps,
+			step{at: from + 100*ms, start: from},
+			step{at: from + 400*ms, words: words, wEnd: from + 350*ms},
+			step{at: from + 400*ms, words: words, prob: 0.9},
+			step{at: from + 500*ms, end: from + 400*ms})
+	}
+	short, oneWord := testConfig().Holds.Short, waits.OneWordKept
+	for _, tc := range []struct {
+		name  string
+		kept  bool
+		words string
+		want  time.Duration // the end of the turn from 1 s; the next one's from 3 s
+	}{
+		{"one word, kept", true, "no", 400*ms + oneWord},
+		{"two words, kept", true, "no wait", 400*ms + short},
+		{"one word, not kept", false, "no", 400*ms + short},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := NewDecider(predictive(t), waits)
+			// play advances in 20 ms frames: a hold is reached in the frame after.
+			frame := func(at time.Duration) time.Duration { return (at + 19*ms).Truncate(20 * ms) }
+			if e, at := play(d, turn(time.Second, tc.kept, tc.words), 3*time.Second); e == nil || at != frame(time.Second+tc.want) {
+				t.Fatalf("the turn ended at %v (%+v); want %v", at, e, frame(time.Second+tc.want))
+			}
+			// play counts the stream from 0 again: the decider only looks at how far it got.
+			if e, at := play(d, turn(3*time.Second, false, "no"), 5*time.Second); e == nil || at != frame(3400*ms+short) {
+				t.Fatalf("the next turn ended at %v (%+v); want %v, the short hold", at, e, frame(3400*ms+short))
 			}
 		})
 	}

@@ -135,7 +135,11 @@ func (a *adapter) update(ctx context.Context, up iu.Update) error {
 		}
 		return a.emit(ctx, a.d.Words(texts, lastEnd))
 	case control.Command:
-		if up.Type == iu.Add && pl.Action == control.Interrupt && !pl.UserKeptTurn {
+		switch {
+		case up.Type != iu.Add || pl.Action != control.Interrupt:
+		case pl.UserKeptTurn:
+			a.d.Kept()
+		default:
 			a.d.Interrupted()
 		}
 	case Completion:

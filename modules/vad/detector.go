@@ -64,6 +64,8 @@ type openSegment struct {
 	start  int64 // raw start (first speech window)
 	rawEnd int64 // raw end (start of the final silence) once ended
 	ended  bool  // rawEnd is set; waiting for MergeGap to pass
+	// trim is how far before Silero's fall rawEnd is dated (EndTrim; 0 without it).
+	trim int64
 }
 
 // eventKind says what a detector event reports.
@@ -127,6 +129,9 @@ type event struct {
 	// Tentative marks an evPause reported after PauseAfter of silence, before MinSilence
 	// made it sure (evPauseSure) or speech resumed (evResume).
 	Tentative bool
+	// Trimmed (of an evPause or evEnd) is how much earlier End is than it would be
+	// without EndTrim: the padded end of the window where the probability fell.
+	Trimmed int64
 }
 
 // newDetector returns a detector for windows of window samples starting at stream
@@ -197,13 +202,14 @@ func (d *detector) Push(prob float32, realEnd int64) []event {
 		// hears through. Only where it ended is the level's.
 		if s-d.tempEnd >= p.minSilence {
 			kept := d.tempEnd-d.start > p.minSpeech
-			evs = d.speechEnded(kept, d.voiceEnd, evs)
+			evs = d.speechEnded(kept, d.voiceEnd, d.tempEnd-d.voiceEnd, evs)
 		} else if p.pauseAfter > 0 && !d.tentative && s-d.tempEnd >= p.pauseAfter && d.continuesOpen() {
 			// Not sure yet, but the speech may have ended: listeners that get ready for
 			// the end (a reply prepared ahead) may start now.
 			d.tentative, d.tentativeEnd = true, d.voiceEnd
 			evs = append(evs, event{Kind: evPause, Start: max(d.open.start-p.pad, d.base),
-				End: min(d.voiceEnd+p.pad, d.limit), RawStart: d.open.start, RawEnd: d.voiceEnd, At: d.next, Tentative: true})
+				End: min(d.voiceEnd+p.pad, d.limit), RawStart: d.open.start, RawEnd: d.voiceEnd, At: d.next, Tentative: true,
+				Trimmed: d.trimmed(d.voiceEnd, d.tempEnd-d.voiceEnd)})
 		}
 	}
 	evs = d.confirm(evs)
@@ -217,9 +223,9 @@ func (d *detector) continuesOpen() bool {
 	return d.inSpeech && d.open != nil && !d.open.ended && d.start >= d.open.start
 }
 
-// speechEnded closes the running candidate at end; kept says whether it lasted long
-// enough to be a segment.
-func (d *detector) speechEnded(kept bool, end int64, evs []event) []event {
+// speechEnded closes the running candidate at end, dated trim before Silero's fall; kept
+// says whether it lasted long enough to be a segment.
+func (d *detector) speechEnded(kept bool, end, trim int64, evs []event) []event {
 	start := d.start
 	tentative := d.tentative
 	d.inSpeech, d.hasTempEnd, d.tentative = false, false, false
@@ -240,7 +246,7 @@ func (d *detector) speechEnded(kept bool, end int64, evs []event) []event {
 		// confirmed the merge): that pause is void.
 		evs = append(evs, event{Kind: evResume, RawStart: d.open.start, At: d.next})
 	}
-	d.open.rawEnd, d.open.ended = end, true
+	d.open.rawEnd, d.open.ended, d.open.trim = end, true, trim
 	if tentative && end == d.tentativeEnd {
 		return append(evs, event{Kind: evPauseSure, RawStart: d.open.start, At: d.next})
 	}
@@ -253,7 +259,14 @@ func (d *detector) speechEnded(kept bool, end int64, evs []event) []event {
 // pause is the evPause of the open segment, which has ended at its rawEnd.
 func (d *detector) pause() event {
 	o := d.open
-	return event{Kind: evPause, Start: max(o.start-d.p.pad, d.base), End: min(o.rawEnd+d.p.pad, d.limit), RawStart: o.start, RawEnd: o.rawEnd, At: d.next}
+	return event{Kind: evPause, Start: max(o.start-d.p.pad, d.base), End: min(o.rawEnd+d.p.pad, d.limit), RawStart: o.start, RawEnd: o.rawEnd, At: d.next,
+		Trimmed: d.trimmed(o.rawEnd, o.trim)}
+}
+
+// trimmed is how much earlier the padded end of speech that stopped at rawEnd, dated
+// trim before Silero's fall, is than the padded end at the fall.
+func (d *detector) trimmed(rawEnd, trim int64) int64 {
+	return min(rawEnd+trim+d.p.pad, d.limit) - min(rawEnd+d.p.pad, d.limit)
 }
 
 // confirm reports the onset of a running candidate as soon as it is sure to be kept.
@@ -299,7 +312,7 @@ func (d *detector) finish(evs []event) []event {
 	d.open = nil
 	start := max(o.start-d.p.pad, d.base)
 	end := min(o.rawEnd+d.p.pad, d.limit)
-	return append(evs, event{Kind: evEnd, Start: start, End: end, RawStart: o.start, At: d.next})
+	return append(evs, event{Kind: evEnd, Start: start, End: end, RawStart: o.start, At: d.next, Trimmed: d.trimmed(o.rawEnd, o.trim)})
 }
 
 // settle finishes an ended segment once nothing can merge into it any more.
@@ -323,11 +336,11 @@ func (d *detector) Finish() []event {
 		// A silence that had started but was not long enough yet does not count: the
 		// batch rules extend the segment to the end of the audio.
 		kept := d.next-d.start > d.p.minSpeech
-		evs = d.speechEnded(kept, d.next, evs)
+		evs = d.speechEnded(kept, d.next, 0, evs)
 	}
 	if d.open != nil {
 		if !d.open.ended {
-			d.open.rawEnd, d.open.ended = d.next, true
+			d.open.rawEnd, d.open.ended, d.open.trim = d.next, true, 0
 			evs = append(evs, d.pause())
 		}
 		evs = d.finish(evs)

@@ -5,7 +5,9 @@ import (
 )
 
 // TestEndDatedByLevel: Silero's probability falls three windows after the voice stops;
-// with end_trim the segment ends, and its end is decided, where the level fell.
+// with end_trim the segment ends, and its end is decided, where the level fell, and its
+// pause and end say how much earlier that is (Trimmed), so that a recogniser can decode
+// the audio it would without end_trim.
 func TestEndDatedByLevel(t *testing.T) {
 	const w = testWindow
 	p := detectorParams{threshold: 0.5, negThreshold: 0.35, minSpeech: 4 * w, minSilence: 3 * w, pad: 0, mergeGap: 6 * w}
@@ -13,6 +15,8 @@ func TestEndDatedByLevel(t *testing.T) {
 	// three more windows.
 	voiceEnd := int64(20*w + w/4)
 	run := func(trim int64, hear bool) (end, decidedAt int64) {
+		t.Helper()
+		var pauseTrimmed int64 = -1
 		p := p
 		p.endTrim = trim
 		d := newDetector(p, w, 0)
@@ -33,7 +37,13 @@ func TestEndDatedByLevel(t *testing.T) {
 				prob = 0.99
 			}
 			for _, ev := range d.Push(prob, int64(i+1)*w) {
-				if ev.Kind == evEnd {
+				switch ev.Kind {
+				case evPause:
+					pauseTrimmed = ev.Trimmed
+				case evEnd:
+					if ev.End+ev.Trimmed != 23*w || pauseTrimmed != ev.Trimmed {
+						t.Errorf("end_trim %d: the end %d is trimmed by %d (its pause by %d), want Silero's end %d", trim, ev.End, ev.Trimmed, pauseTrimmed, 23*w)
+					}
 					return ev.End, ev.At
 				}
 			}

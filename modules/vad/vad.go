@@ -130,6 +130,10 @@ type Segment struct {
 	// Overlap says that the agent was audible when the user started speaking (or became
 	// audible before the onset was confirmed): the user may be barging in.
 	Overlap bool
+	// Trimmed is how much earlier End is dated than where Silero's probability fell
+	// (Config.EndTrim; 0 without it). A recogniser that decodes a fixed silence after
+	// the speech counts it from End+Trimmed, so that trimming changes no word.
+	Trimmed time.Duration
 }
 
 // Kind implements iu.Payload.
@@ -164,6 +168,8 @@ type Pause struct {
 	SpeechEnd time.Duration
 	// Tentative says the silence has not lasted MinSilence yet.
 	Tentative bool
+	// Trimmed is as Segment's.
+	Trimmed time.Duration
 	// Overlap says that the agent was audible when the pause was reported (or made
 	// sure): the speech ended over the agent's voice (a backchannel goes on while the
 	// agent speaks; a barge-in has stopped it by then).
@@ -523,7 +529,7 @@ func (r *runner) events(ctx context.Context, evs []event) error {
 			if r.open == nil {
 				continue
 			}
-			u := r.p.NewIU(Pause{End: dur(ev.End), SpeechEnd: dur(min(ev.RawEnd, ev.End)), Tentative: ev.Tentative, Overlap: r.audibleNow}, r.open.ID)
+			u := r.p.NewIU(Pause{End: dur(ev.End), SpeechEnd: dur(min(ev.RawEnd, ev.End)), Tentative: ev.Tentative, Overlap: r.audibleNow, Trimmed: dur(ev.Trimmed)}, r.open.ID)
 			r.pause = &u
 			ups = append(ups, iu.AddOf(u))
 		case evPauseSure:
@@ -543,7 +549,7 @@ func (r *runner) events(ctx context.Context, evs []event) error {
 			ups = settle(&r.pause, iu.CommitOf, ups)
 			u := *r.open
 			seg := u.Payload.(Segment)
-			seg.End = dur(ev.End)
+			seg.End, seg.Trimmed = dur(ev.End), dur(ev.Trimmed)
 			u.Payload = seg
 			r.open = nil
 			ups = append(ups, iu.CommitOf(u))
