@@ -64,10 +64,11 @@ type Waits struct {
 	// user went on after a pause only this hold waited through.
 	AfterInterruption time.Duration
 	// OneWordKept is the least hold of a turn whose speech stopped the agent in its
-	// first moments (Kept) while the turn is one word long: that word is as likely the
-	// opening of a correction, said before a pause ("no, … not that one", "actually, …
-	// tell me about the moon"), as the last word of the turn the agent answered too
-	// soon. Longer, it is the user's turn going on, and the policy ends it.
+	// first moments (Interrupted, kept) while the turn is one word long: that word is
+	// as likely the opening of a correction, said before a pause ("no, … not that
+	// one", "actually, … tell me about the moon"), as the last word of the turn the
+	// agent answered too soon. Longer, it is the user's turn going on, and the policy
+	// ends it.
 	OneWordKept time.Duration
 }
 
@@ -108,28 +109,23 @@ func (d *Decider) signals() Signals {
 	return s
 }
 
-// Interrupted: the agent was stopped for the user's speech, which took the turn from it.
-// (A voice in the agent's first moments took nothing: it is the user's turn going on,
-// and the module does not report it.) The turn in progress (or about to begin: the
-// manager may decide on the sound before the VAD confirms it as speech) then waits at
-// least Waits.AfterInterruption while it is a few words long: its speaker has taken the
-// floor. With neither (the turn had ended when its transcript stopped the agent) it
-// changes nothing.
-func (d *Decider) Interrupted() {
-	if d.active || d.candidate {
-		d.interrupted = true
-		d.decided = false
+// Interrupted: the agent was stopped for the user's speech. The turn in progress (or
+// about to begin: the manager may decide on the sound before the VAD confirms it as
+// speech) then waits at least Waits.AfterInterruption while it is a few words long: its
+// speaker has taken the floor. A voice in the agent's first moments (kept, from
+// control.Command.UserKeptTurn) took nothing: it is the user's turn going on, which
+// waits at least Waits.OneWordKept while it is one word long. With neither turn (the
+// turn had ended when its transcript stopped the agent) it changes nothing.
+func (d *Decider) Interrupted(kept bool) {
+	if !d.active && !d.candidate {
+		return
 	}
-}
-
-// Kept: the agent was stopped in its first moments for the user's speech, which goes on
-// with the user's turn (control.Command.UserKeptTurn). The turn in progress (or about to
-// begin) then waits at least Waits.OneWordKept while it is one word long.
-func (d *Decider) Kept() {
-	if d.active || d.candidate {
+	if kept {
 		d.kept = true
-		d.decided = false
+	} else {
+		d.interrupted = true
 	}
+	d.decided = false
 }
 
 // Candidate: the VAD heard possible speech; no turn ends while it is open.

@@ -50,7 +50,7 @@ type step struct {
 	pMax  float64 // the most prob can be (0: prob exactly)
 	cand  int     // 1: Candidate, -1: CandidateDropped
 	// interrupt: the manager stopped the agent for the user's speech (Interrupted);
-	// kept: it did so in the agent's first moments (Kept).
+	// kept: in the agent's first moments (UserKeptTurn).
 	interrupt, kept bool
 	// ending is the pitch cue SpeechEnd gets.
 	ending prosody.Cue
@@ -68,9 +68,7 @@ func play(d *Decider, steps []step, until time.Duration) (*EndOfTurn, time.Durat
 			var e *EndOfTurn
 			switch {
 			case s.interrupt:
-				d.Interrupted()
-			case s.kept:
-				d.Kept()
+				d.Interrupted(s.kept)
 			case s.cand == 1:
 				d.Candidate()
 			case s.cand == -1:
@@ -422,7 +420,7 @@ func TestOneWordKept(t *testing.T) {
 	turn := func(from time.Duration, kept bool, words string) []step {
 		steps := []step{{at: from, cand: 1}}
 		if kept {
-			steps = append(steps, step{at: from + 60*ms, kept: true})
+			steps = append(steps, step{at: from + 60*ms, interrupt: true, kept: true})
 		}
 		return append(steps,
 			step{at: from + 100*ms, start: from},

@@ -135,12 +135,8 @@ func (a *adapter) update(ctx context.Context, up iu.Update) error {
 		}
 		return a.emit(ctx, a.d.Words(texts, lastEnd))
 	case control.Command:
-		switch {
-		case up.Type != iu.Add || pl.Action != control.Interrupt:
-		case pl.UserKeptTurn:
-			a.d.Kept()
-		default:
-			a.d.Interrupted()
+		if up.Type == iu.Add && pl.Action == control.Interrupt {
+			a.d.Interrupted(pl.UserKeptTurn)
 		}
 	case Completion:
 		if up.Type == iu.Add {
